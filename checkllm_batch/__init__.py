@@ -1,0 +1,15 @@
+"""checkllm_batch: score large datasets of LLM outputs against promptfoo-style suites.
+
+    import checkllm_batch as cb
+    suite = cb.load("suite.yaml")
+    run = cb.evaluate(suite, "outputs.parquet", db="results.duckdb")
+    run.test_results, run.named_metrics, run.derived_metrics   # Polars frames
+"""
+
+from . import assertions as _assertions  # noqa: F401  (registers every assertion type)
+from .api import Run, evaluate, get_run, open_results, write
+from .errors import CheckLLMError, ConfigError, InputError
+from .spec.parse import load_suite as load
+
+__all__ = ["CheckLLMError", "ConfigError", "InputError", "Run", "evaluate", "get_run", "load",
+           "open_results", "write"]

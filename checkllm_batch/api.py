@@ -1,0 +1,163 @@
+"""The public verbs: load a suite, evaluate outputs, read results, write them elsewhere."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from .errors import InputError
+from .evaluate.engine import evaluate_batch
+from .evaluate.plan import build_plan
+from .load.cases import CaseBuilder
+from .load.outputs import read_batches
+from .spec.model import Suite
+from .spec.parse import load_suite
+from .store import results as store
+
+BATCH_ROWS = 100_000
+Outputs = str | Path | pl.DataFrame | pa.Table | None
+
+
+@dataclass
+class Run:
+    """One evaluation run in a results database; its tables come back as Polars frames."""
+
+    con: duckdb.DuckDBPyConnection
+    run_id: str
+
+    def table(self, name: str) -> pl.DataFrame:
+        return store.frame(self.con, f"SELECT * EXCLUDE (run_id) FROM {name} WHERE run_id = ?",
+                           [self.run_id])
+
+    @property
+    def cases(self) -> pl.DataFrame:
+        return self.table("cases").sort("case_id")
+
+    @property
+    def assertion_results(self) -> pl.DataFrame:
+        return self.table("assertion_results").sort("case_id", "assertion_index")
+
+    @property
+    def test_results(self) -> pl.DataFrame:
+        return self.table("test_results").sort("case_id")
+
+    @property
+    def named_metrics(self) -> pl.DataFrame:
+        return self.table("named_metrics").sort("provider", "prompt", "metric", nulls_last=True)
+
+    @property
+    def derived_metrics(self) -> pl.DataFrame:
+        return self.table("derived_metrics")
+
+    def summary(self) -> pl.DataFrame:
+        """Per provider: cases, pass / fail / error counts and pass rate."""
+        return store.frame(self.con, """
+            SELECT c.provider, COUNT(*) AS cases,
+                   COUNT(*) FILTER (t.status = 'pass') AS pass,
+                   COUNT(*) FILTER (t.status = 'fail') AS fail,
+                   COUNT(*) FILTER (t.status = 'error') AS error,
+                   ROUND(COUNT(*) FILTER (t.status = 'pass') / COUNT(*), 4) AS pass_rate
+            FROM test_results t JOIN cases c USING (run_id, case_id)
+            WHERE t.run_id = ? GROUP BY ALL ORDER BY c.provider NULLS FIRST""", [self.run_id])
+
+
+def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Path = ":memory:",
+             batch_rows: int = BATCH_ROWS, progress: bool = False,
+             config: dict[str, Any] | None = None) -> Run:
+    """Score `outputs` (a file, a DuckDB table, a frame, or the suite's inline outputs)
+    against `suite`, writing results batch by batch into the DuckDB database `db`."""
+    if not isinstance(suite, Suite):
+        suite = load_suite(suite)
+    plan = build_plan(suite)
+    source, batches, total = _batches(suite, outputs, batch_rows)
+    first = next(batches, None)
+    if first is None:
+        raise InputError(f"{source}: no rows")
+    builder = CaseBuilder(plan, first.schema, source)
+    con = store.connect(db)
+    run_id = store.start_run(con, suite, source, config or {})
+    bar = tqdm(total=total, unit="cases", disable=None if progress else True, leave=False)
+    done = 0
+    try:
+        for batch in itertools.chain([first], batches):
+            if batch.schema != first.schema:
+                builder, first = CaseBuilder(plan, batch.schema, source), batch
+            cases = builder.build(batch, done)
+            results, tests = evaluate_batch(plan, cases)
+            store.append(con, run_id, cases, results, tests)
+            done += batch.num_rows
+            bar.update(batch.num_rows)
+        store.finish_run(con, run_id, suite)
+    except BaseException as e:
+        store.fail_run(con, run_id, f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        bar.close()
+    return Run(con, run_id)
+
+
+def _batches(suite: Suite, outputs: Outputs, rows: int
+             ) -> tuple[str, Iterator[pa.RecordBatch], int | None]:
+    if isinstance(outputs, pl.DataFrame):
+        outputs = outputs.to_arrow()
+    if isinstance(outputs, pa.Table):
+        return "<table>", iter(outputs.to_batches(max_chunksize=rows)), outputs.num_rows
+    if outputs is not None:
+        source = str(outputs)
+        total = pq.ParquetFile(source).metadata.num_rows if source.endswith(".parquet") \
+            and Path(source).exists() else None
+        return source, read_batches(source, rows), total
+    return suite.path, iter(inline_outputs(suite).to_batches(max_chunksize=rows)), None
+
+
+def inline_outputs(suite: Suite) -> pa.Table:
+    """The outputs written in the suite itself (`providerOutput` / `output` per test)."""
+    missing = [t.name for t in suite.tests if t.output is None]
+    if missing or not suite.inline_tests:
+        raise InputError(f"{suite.path}: {'test ' + repr(missing[0]) if missing else 'the suite'}"
+                         " has no inline output (providerOutput); pass --outputs")
+    import orjson
+
+    rows = [{"__test_index": t.index,
+             "output": t.output if isinstance(t.output, str) else orjson.dumps(t.output).decode(),
+             "output_kind": "text" if isinstance(t.output, str) else "json"}
+            for t in suite.tests]
+    return pa.Table.from_pylist(rows)
+
+
+def open_results(db: str | Path) -> duckdb.DuckDBPyConnection:
+    return store.connect(db, create=False)
+
+
+def get_run(db: str | Path | duckdb.DuckDBPyConnection, run: str | None = None) -> Run:
+    """A run of a results database: `run`, or the last one started."""
+    con = db if isinstance(db, duckdb.DuckDBPyConnection) else open_results(db)
+    row = con.execute(
+        "SELECT run_id FROM runs WHERE (? IS NULL OR run_id = ?) ORDER BY started_at DESC LIMIT 1",
+        [run, run]).fetchone()
+    if row is None:
+        raise InputError(f"no run {run!r} in the database" if run else "the database has no runs")
+    return Run(con, row[0])
+
+
+def write(run: Run, path: str | Path) -> Run:
+    """Copy a run (all its rows) into the results database at `path`."""
+    target = store.connect(path)
+    target.close()
+    run.con.execute(f"ATTACH '{Path(path).as_posix()}' AS target")
+    try:
+        for table in ("runs", "assertions", "cases", "assertion_results", "test_results",
+                      "named_metrics", "derived_metrics"):
+            run.con.execute(f"INSERT INTO target.{table} BY NAME SELECT * FROM {table} "
+                            f"WHERE run_id = ?", [run.run_id])
+    finally:
+        run.con.execute("DETACH target")
+    return get_run(path, run.run_id)

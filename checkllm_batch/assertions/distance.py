@@ -1,0 +1,63 @@
+"""Edit distance checks, computed by rapidfuzz over the whole batch in one C++ call."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
+
+from .registry import Ctx, Verdict, assertion
+from .text import _scalar, js_string, quoted
+
+_ASTRAL = r"[\x{10000}-\x{10FFFF}]"
+
+
+def _utf16(text: str) -> list[int]:
+    return memoryview(text.encode("utf-16-le")).cast("H").tolist()
+
+
+def _pairwise(scorer, utf16: bool = False):
+    """A batch function: the scorer over (output, value) pairs, on both cores."""
+
+    def run(pairs: pl.Series) -> pl.Series:
+        left = pairs.struct.field("a").fill_null("")
+        right = pairs.struct.field("b").fill_null("")
+        scores = process.cpdist(left.to_list(), right.to_list(), scorer=scorer, workers=-1,
+                                dtype=np.float64)
+        if utf16:  # promptfoo counts UTF-16 code units: redo the few rows with astral chars
+            astral = (left.str.contains(_ASTRAL) | right.str.contains(_ASTRAL)).to_numpy()
+            for i in np.flatnonzero(astral):  # row-wise: only rows holding astral characters
+                scores[i] = scorer(_utf16(left[int(i)]), _utf16(right[int(i)]))
+        return pl.Series(scores, dtype=pl.Float64)
+
+    return run
+
+
+def _value(ctx: Ctx) -> pl.Expr:
+    return pl.lit(js_string(ctx.literal)) if ctx.literal is not None else ctx.value.cast(pl.String)
+
+
+@assertion("levenshtein", default_threshold=5.0, prepare=_scalar)
+def levenshtein(ctx: Ctx) -> Verdict:
+    """Levenshtein edit distance to the value is at most the threshold (default 5)."""
+    value = _value(ctx)
+    distance = pl.struct(a=ctx.output, b=value).map_batches(
+        _pairwise(Levenshtein.distance, utf16=True), return_dtype=pl.Float64)
+    threshold = ctx.threshold
+    return Verdict(distance <= threshold,
+                   pl.concat_str([pl.lit(f"be within edit distance {threshold:g} of "),
+                                  quoted(value)]),
+                   detail=pl.format("distance {}", distance.cast(pl.Int64)))
+
+
+@assertion("similarity", default_threshold=0.8, value_aliases=("reference",), prepare=_scalar)
+def similarity(ctx: Ctx) -> Verdict:
+    """CheckLLM: normalised Levenshtein similarity (1 - distance / longer length) >= threshold."""
+    value = _value(ctx)
+    ratio = pl.struct(a=ctx.output, b=value).map_batches(
+        _pairwise(Levenshtein.normalized_similarity), return_dtype=pl.Float64)
+    return Verdict(ratio >= ctx.threshold,
+                   pl.concat_str([pl.lit(f"have similarity >= {ctx.threshold:g} to "),
+                                  quoted(value)]),
+                   score=ratio, detail=pl.format("similarity {}", ratio.round(4)))

@@ -1,0 +1,121 @@
+"""is-json and contains-json, each with an optional JSON Schema.
+
+Parsing and schema validation need a library to look at each value: they run once per
+distinct output of a batch (orjson, strict like JavaScript's JSON.parse; jsonschema-rs).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import jsonschema_rs
+import orjson
+import yaml
+
+from .distinct import Outcome, over_distinct
+from .registry import Ctx, Kind, Value, Verdict, assertion
+
+Validator = Callable[[Any], str | None]  # None when the instance conforms, else the error
+
+
+def compile_schema(value: Any, spec: Any = None) -> Validator | None:
+    """A validator for a JSON Schema given as a mapping or as YAML/JSON text."""
+    if value is None:
+        return None
+    schema = yaml.safe_load(value) if isinstance(value, str) else value
+    if not isinstance(schema, dict):
+        raise ValueError("the JSON Schema must be a mapping")
+    try:
+        validator = jsonschema_rs.validator_for(schema)
+    except (jsonschema_rs.ValidationError, ValueError) as e:
+        raise ValueError(f"invalid JSON Schema: {str(e).splitlines()[0]}") from None
+
+    def check(instance: Any) -> str | None:
+        if validator.is_valid(instance):
+            return None
+        error = next(iter(validator.iter_errors(instance)))
+        return f"{error.message} (at {'/'.join(map(str, error.instance_path)) or 'root'})"
+
+    return check
+
+
+@assertion("is-json", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
+           prepare=compile_schema)
+def is_json(ctx: Ctx) -> Verdict:
+    """The whole output is valid JSON (strict), conforming to the schema if one is given."""
+    validate: Validator | None = ctx.prepared
+
+    def check(text: str | None) -> Outcome:
+        try:
+            parsed = orjson.loads(text)
+        except orjson.JSONDecodeError as e:
+            return False, f"invalid JSON: {e}"
+        problem = validate(parsed) if validate else None
+        return problem is None, problem
+
+    result = over_distinct(ctx.output, check)
+    expect = "be valid JSON" + (" matching the schema" if validate else "")
+    return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
+
+
+@assertion("contains-json", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
+           prepare=compile_schema)
+def contains_json(ctx: Ctx) -> Verdict:
+    """The output contains a JSON object, conforming to the schema if one is given."""
+    validate: Validator | None = ctx.prepared
+
+    def check(text: str | None) -> Outcome:
+        found = extract_json_objects(text or "")
+        if not found:
+            return False, "no JSON object found"
+        if validate is None:
+            return True, None
+        problems = [validate(obj) for obj in found]
+        if None in problems:
+            return True, None
+        return False, problems[0]
+
+    result = over_distinct(ctx.output, check)
+    expect = "contain a JSON object" + (" matching the schema" if validate else "")
+    return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
+
+
+_BRACE = re.compile(r"[{}]")
+_LINE_COMMENT = re.compile(r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|(?<![:\w])//[^\n]*')
+MAX_SPAN = 100_000
+
+
+def extract_json_objects(text: str) -> list[Any]:
+    """promptfoo's extraction: brace-balanced spans from each `{`, truncated ones auto-closed,
+    parsed leniently (strict JSON first, then a YAML flow mapping as js-yaml would)."""
+    found: list[Any] = []
+    start = text.find("{")
+    while start >= 0:
+        depth, end = 0, None
+        for m in _BRACE.finditer(text, start, start + MAX_SPAN):
+            depth += 1 if m.group() == "{" else -1
+            if depth == 0:
+                end = m.end()
+                break
+        span = text[start:end] if end else text[start:start + MAX_SPAN] + "}" * depth
+        parsed = _lenient(span)
+        if isinstance(parsed, dict):
+            found.append(parsed)
+            start = text.find("{", start + len(span) if end else len(text))
+        else:
+            start = text.find("{", start + 1)
+    return found
+
+
+def _lenient(span: str) -> Any:
+    try:
+        return orjson.loads(span)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return yaml.safe_load(_LINE_COMMENT.sub(lambda m: m.group(1) or "", span))
+    except yaml.YAMLError:
+        return None
+
+

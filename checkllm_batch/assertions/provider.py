@@ -1,0 +1,40 @@
+"""Checks on what the provider reported with the output: latency and cost columns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from ..spec.model import AssertionSpec
+from .registry import Ctx, Value, Verdict, assertion
+
+
+def _limit(value: Any, spec: AssertionSpec) -> float:
+    """The maximum, from `threshold` (promptfoo) or `value` (CheckLLM)."""
+    limit = spec.threshold if spec.threshold is not None else value
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+        raise ValueError("needs a numeric threshold (or value): the maximum allowed")
+    return float(limit)
+
+
+def _at_most(column: str, unit: str, ctx: Ctx) -> Verdict:
+    limit: float = ctx.prepared
+    measured = pl.col(column).cast(pl.Float64)
+    passed = pl.when(measured.is_null()).then(None).otherwise(measured <= limit)
+    detail = (pl.when(measured.is_null()).then(pl.lit(f"no {column} recorded for this case"))
+              .otherwise(pl.format(f"{column} {{}}{unit}", measured)))
+    return Verdict(passed, f"take at most {limit:g}{unit}" if unit == " ms"
+                   else f"cost at most {limit:g}", detail=detail)
+
+
+@assertion("latency", value=Value.OPTIONAL, needs_text=False, prepare=_limit)
+def latency(ctx: Ctx) -> Verdict:
+    """The case's `latency_ms` is at most the threshold (or value), in milliseconds."""
+    return _at_most("latency_ms", " ms", ctx)
+
+
+@assertion("cost", value=Value.OPTIONAL, needs_text=False, prepare=_limit)
+def cost(ctx: Ctx) -> Verdict:
+    """The case's recorded `cost` is at most the threshold (or value), in USD."""
+    return _at_most("cost", "", ctx)

@@ -1,0 +1,101 @@
+"""One registry of assertion types, looked up by name (with "did you mean" for typos).
+
+A type is one small function registered under its YAML name. It receives a `Ctx` (the
+assertion's compiled value as a Polars expression, its threshold and parse-time prepared
+arguments) and returns a `Verdict` made of Polars expressions over the whole batch. The
+engine adds what every type shares: negation, null/non-text outputs, reasons, statuses.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import polars as pl
+
+from ..errors import did_you_mean
+from ..spec.model import AssertionSpec
+
+
+class Kind(enum.Enum):
+    VECTOR = "vector"  # pure Polars expressions over the batch
+    DISTINCT = "distinct"  # a library looks at each distinct value of a batch (flagged fallback)
+    JUDGE = "judge"  # model-graded: becomes judge requests
+
+
+class Value(enum.Enum):
+    REQUIRED = "required"
+    OPTIONAL = "optional"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What a type function gets: one assertion, compiled for one batch."""
+
+    spec: AssertionSpec
+    value: pl.Expr  # the value on each row: a literal, or a `{{var}}` template as columns
+    literal: Any  # the value as a Python object when it is the same on every row
+    threshold: float | None  # the spec's threshold, else the type's default
+    prepared: Any = None  # what the type's `prepare` returned for `literal`
+    output: pl.Expr = field(default_factory=lambda: pl.col("output"))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Polars expressions giving each row's outcome. `passed` null means error."""
+
+    passed: pl.Expr
+    expect: pl.Expr | str  # completes "Expected output to ...", e.g. 'contain "Paris"'
+    score: pl.Expr | None = None  # default: 1.0 when passed, else 0.0
+    detail: pl.Expr | None = None  # why, e.g. "distance 7"; also the reason of an error
+
+
+@dataclass(frozen=True)
+class AssertionType:
+    name: str
+    fn: Callable[[Ctx], Verdict]
+    kind: Kind
+    value: Value
+    doc: str
+    fields: tuple[str, ...] = ()  # extra fields this type reads, besides value/threshold
+    required: tuple[str, ...] = ()  # of those (or value-like), the ones that must be present
+    default_threshold: float | None = None
+    needs_text: bool = True  # a null or non-text output fails it
+    literal_value: bool = False  # needs the value as a literal: templated values run per distinct
+    negatable: bool = True
+    prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
+    value_aliases: tuple[str, ...] = ()  # fields that may hold the value (CheckLLM: reference, ...)
+
+
+REGISTRY: dict[str, AssertionType] = {}
+ALIASES: dict[str, str] = {}  # other vocabularies' names -> our canonical name
+
+
+def assertion(name: str, *, kind: Kind = Kind.VECTOR, value: Value = Value.REQUIRED,
+              aliases: tuple[str, ...] = (), **options: Any) -> Callable:
+    """Register the decorated function as the assertion type `name`."""
+
+    def register(fn: Callable[[Ctx], Verdict]) -> Callable[[Ctx], Verdict]:
+        if name in REGISTRY or name in ALIASES:
+            raise RuntimeError(f"assertion type {name!r} registered twice")
+        doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+        REGISTRY[name] = AssertionType(name=name, fn=fn, kind=kind, value=value, doc=doc, **options)
+        for alias in aliases:
+            ALIASES[alias] = name
+        return fn
+
+    return register
+
+
+def known_names() -> list[str]:
+    return sorted([*REGISTRY, *ALIASES])
+
+
+def lookup(name: str) -> AssertionType:
+    """The type registered as `name` (or an alias of it); KeyError says what was meant."""
+    canonical = ALIASES.get(name, name)
+    if canonical in REGISTRY:
+        return REGISTRY[canonical]
+    raise KeyError(f'unknown assertion type "{name}"' + did_you_mean(name, known_names()))

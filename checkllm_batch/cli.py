@@ -1,0 +1,106 @@
+"""The `checkllm-batch` command: eval, metrics, sql. User errors print one line, exit 2."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import duckdb
+
+from . import api
+from .errors import CheckLLMError
+
+EXIT_FAILED, EXIT_USAGE = 1, 2
+
+
+class UserError(click.ClickException):
+    exit_code = EXIT_USAGE
+
+
+def _user_errors(fn):
+    def wrapped(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CheckLLMError as e:
+            raise UserError(str(e)) from None
+    wrapped.__doc__, wrapped.__name__ = fn.__doc__, fn.__name__
+    return wrapped
+
+
+@click.group()
+@click.version_option(package_name="checkllm-batch")
+def main() -> None:
+    """Score datasets of LLM outputs against promptfoo-style suites, into DuckDB."""
+
+
+@main.command("eval")
+@click.argument("suite", type=click.Path(dir_okay=False))
+@click.option("--outputs", "-o", help="Outputs: .jsonl, .csv, .parquet, .arrow, or "
+              "duckdb:file.duckdb:table. Optional when tests carry providerOutput.")
+@click.option("--db", default="results.duckdb", show_default=True, help="Results database.")
+@click.option("--batch-rows", default=api.BATCH_ROWS, show_default=True,
+              help="Rows per batch: peak memory follows this, not the dataset size.")
+@click.option("--progress/--no-progress", default=True, help="Progress bar (only on a terminal).")
+@_user_errors
+def eval_command(suite: str, outputs: str | None, db: str, batch_rows: int,
+                 progress: bool) -> None:
+    """Evaluate OUTPUTS against SUITE and append a run to the results database.
+
+    Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
+    config = {"outputs": outputs, "db": db, "batch_rows": batch_rows}
+    run = api.evaluate(suite, outputs, db=db, batch_rows=batch_rows, progress=progress,
+                       config=config)
+    summary = run.summary()
+    totals = summary.select("cases", "pass", "fail", "error").sum().row(0)
+    click.echo(f"run {run.run_id}: {totals[0]} cases, {totals[1]} passed, {totals[2]} failed, "
+               f"{totals[3]} errors ({100 * totals[1] / max(totals[0], 1):.1f}% pass)")
+    _show(run.con, "SELECT * FROM summary", summary=summary)
+    _print_metrics(run)
+    click.echo(f"results: {db} (checkllm-batch metrics --db {db} --run {run.run_id})")
+    sys.exit(0 if totals[1] == totals[0] else EXIT_FAILED)
+
+
+@main.command()
+@click.option("--db", default="results.duckdb", show_default=True)
+@click.option("--run", "run_id", help="Run id (default: the last run).")
+@_user_errors
+def metrics(db: str, run_id: str | None) -> None:
+    """Print a run's pass rates, named metrics and derived metrics."""
+    run = api.get_run(db, run_id)
+    click.echo(f"run {run.run_id}")
+    _show(run.con, "SELECT * FROM summary", summary=run.summary())
+    _print_metrics(run)
+
+
+@main.command()
+@click.argument("query")
+@click.option("--db", default="results.duckdb", show_default=True)
+@_user_errors
+def sql(query: str, db: str) -> None:
+    """Run a SQL QUERY on the results database and print the table."""
+    con = api.open_results(db)
+    try:
+        relation = con.sql(query)
+    except duckdb.Error as e:
+        raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
+    if relation is not None:
+        relation.show(max_rows=100, max_width=200)
+
+
+def _print_metrics(run: api.Run) -> None:
+    named, derived = run.named_metrics, run.derived_metrics
+    if named.height:
+        click.echo("named metrics (sum / weight = mean):")
+        _show(run.con, "SELECT provider, prompt, metric, sum, weight, count, "
+              "round(sum / nullif(weight, 0), 4) AS mean FROM named", named=named)
+    if derived.height:
+        click.echo("derived metrics:")
+        _show(run.con, "SELECT provider, prompt, name, round(value, 4) AS value FROM derived",
+              derived=derived)
+
+
+def _show(con: duckdb.DuckDBPyConnection, query: str, **frames) -> None:
+    local = duckdb.connect()
+    for name, frame in frames.items():
+        local.register(name, frame.to_arrow())
+    local.sql(query).show(max_rows=50, max_width=200)

@@ -1,0 +1,1 @@
+"""Evaluation: plan the suite, evaluate batches, combine into test results."""

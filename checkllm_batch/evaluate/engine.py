@@ -1,0 +1,147 @@
+"""Evaluate one batch of cases: every assertion as Polars expressions, then test results.
+
+The engine adds what all types share: negation (pass flips, score becomes 1 - score),
+outputs that are null or not text, statuses and reasons. Model-graded assertions are
+handed to the judge, or end as `error: no judge configured`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import polars as pl
+
+from ..assertions.graded import NO_JUDGE
+from ..assertions.registry import Ctx, Kind, Verdict
+from ..spec import template
+from .plan import Plan, Planned
+
+RESULT_SCHEMA = {"case_id": pl.Int64, "test_index": pl.Int32, "key": pl.Int32,
+                 "status": pl.String, "pass": pl.Boolean, "score": pl.Float64, "reason": pl.String}
+JudgeHook = Callable[[Planned, pl.DataFrame], pl.DataFrame]
+
+
+def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = None
+                   ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(assertion_results, test_results) for a batch of cases."""
+    shared: dict[int, pl.Expr] = {}
+    parts: list[pl.DataFrame] = []
+    for p in plan.assertions:
+        rows = cases if p.tests is None else cases.filter(pl.col("test_index").is_in(list(p.tests)))
+        if p.atype.kind is Kind.JUDGE:
+            parts.append(judge(p, rows) if judge else _error_rows(p, rows, NO_JUDGE))
+        elif p.atype.literal_value and template.is_template(p.spec.value):
+            parts.append(_per_distinct_value(p, rows))
+        elif p.tests is None:
+            shared[p.key] = _outcome(p, p.spec.value).alias(f"k{p.key}")
+        else:
+            parts.append(_long(rows.lazy().select("case_id", "test_index",
+                                                  _outcome(p, p.spec.value).alias("o")), p.key))
+    if shared:  # one select: Polars shares common subexpressions and runs them in parallel
+        wide = cases.lazy().select("case_id", "test_index", *shared.values()).collect().lazy()
+        parts.extend(_long(wide.select("case_id", "test_index", pl.col(f"k{key}").alias("o")), key)
+                     for key in shared)
+    results = pl.concat(parts) if parts else pl.DataFrame(schema=RESULT_SCHEMA)
+    results = results.join(plan.slots, on=["test_index", "key"], how="inner")
+    return results, combine_tests(plan, cases, results)
+
+
+def _long(frame: pl.LazyFrame, key: int) -> pl.DataFrame:
+    return frame.select(
+        "case_id", pl.col("test_index").cast(pl.Int32), pl.lit(key, pl.Int32).alias("key"),
+        pl.col("o").struct.field("status"), pl.col("o").struct.field("pass"),
+        pl.col("o").struct.field("score"), pl.col("o").struct.field("reason")).collect()
+
+
+def _outcome(p: Planned, value) -> pl.Expr:
+    """A struct {status, pass, score, reason} for one assertion on every row."""
+    spec, atype = p.spec, p.atype
+    literal = value if not template.is_template(value) else None
+    prepared = atype.prepare(literal, spec) if atype.prepare and literal is not None else None
+    ctx = Ctx(spec=spec, value=template.to_expr(value), literal=literal,
+              threshold=spec.threshold if spec.threshold is not None else atype.default_threshold,
+              prepared=prepared)
+    verdict: Verdict = atype.fn(ctx)
+    raw = verdict.passed
+    passed = ~raw if spec.negate else raw
+    score = verdict.score if verdict.score is not None else raw.cast(pl.Float64)
+    score = 1.0 - score if spec.negate else score
+    expect = verdict.expect if isinstance(verdict.expect, pl.Expr) else pl.lit(verdict.expect)
+    failed = pl.concat_str([pl.lit("Expected output to " + ("not " if spec.negate else "")), expect])
+    if verdict.detail is not None:
+        failed = pl.when(verdict.detail.is_null()).then(failed).otherwise(
+            pl.concat_str([failed, pl.lit(": "), verdict.detail]))
+    kind = pl.col("output_kind")
+    not_text = (kind != "text") if atype.needs_text else pl.lit(False)
+    status = (pl.when(not_text).then(pl.lit("fail")).when(raw.is_null()).then(pl.lit("error"))
+              .when(passed).then(pl.lit("pass")).otherwise(pl.lit("fail")))
+    reason = (pl.when(not_text).then(
+                  pl.when(kind == "null").then(pl.lit("output is null"))
+                  .otherwise(pl.lit("output is not text (a JSON value)")))
+              .when(raw.is_null()).then(verdict.detail if verdict.detail is not None
+                                        else pl.lit("could not be evaluated"))
+              .when(~passed).then(failed)
+              .otherwise(verdict.detail))
+    return pl.struct(
+        status=status,
+        **{"pass": pl.when(not_text).then(False).otherwise(passed)},
+        score=pl.when(not_text).then(0.0).when(raw.is_null()).then(None).otherwise(score),
+        reason=reason)
+
+
+def _per_distinct_value(p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
+    """Types that need their value as a literal, given a `{{var}}`: one pass per distinct value."""
+    values = rows.select(template.to_expr(p.spec.value).alias("__value"))["__value"]
+    parts = []
+    for value in values.unique().to_list():
+        subset = rows.filter(values == value) if value is not None else rows.filter(values.is_null())
+        try:
+            if p.atype.prepare:
+                p.atype.prepare(value, p.spec)
+            expr = _outcome(p, value)
+        except ValueError as e:
+            parts.append(_error_rows(p, subset, f"value {value!r}: {e}"))
+            continue
+        parts.append(_long(subset.lazy().select("case_id", "test_index", expr.alias("o")), p.key))
+    return pl.concat(parts) if parts else pl.DataFrame(schema=RESULT_SCHEMA)
+
+
+def _error_rows(p: Planned, rows: pl.DataFrame, reason: str) -> pl.DataFrame:
+    return rows.select(
+        "case_id", pl.col("test_index").cast(pl.Int32), pl.lit(p.key, pl.Int32).alias("key"),
+        pl.lit("error").alias("status"), pl.lit(None, pl.Boolean).alias("pass"),
+        pl.lit(None, pl.Float64).alias("score"), pl.lit(reason).alias("reason"))
+
+
+def combine_tests(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
+    """One test result per case: weighted score, pass, threshold, the first reason."""
+    scoring = results.filter(~pl.col("metric_only")).sort("case_id", "assertion_index")
+    agg = scoring.group_by("case_id").agg(
+        errors=(pl.col("status") == "error").sum(),
+        all_pass=(pl.col("status") == "pass").all(),
+        score=(pl.col("score") * pl.col("weight")).sum() / pl.col("weight").sum(),
+        first_error=pl.col("reason").filter(pl.col("status") == "error").first(),
+        first_fail=pl.col("reason").filter(pl.col("status") == "fail").first())
+    thresholds = pl.DataFrame(
+        {"test_index": [t.index for t in plan.suite.tests],
+         "threshold": [t.threshold for t in plan.suite.tests]},
+        schema={"test_index": pl.Int32, "threshold": pl.Float64})
+    t = (cases.select("case_id", pl.col("test_index").cast(pl.Int32))
+         .join(agg, on="case_id", how="left").join(thresholds, on="test_index", how="left"))
+    has = pl.col("errors").is_not_null()
+    score = pl.when(has).then(pl.col("score")).otherwise(1.0)
+    by_threshold = score >= pl.col("threshold")
+    passed = (pl.when(pl.col("threshold").is_not_null()).then(by_threshold)
+              .otherwise(pl.col("all_pass").fill_null(True)))
+    error = pl.col("errors").fill_null(0) > 0
+    return t.select(
+        "case_id",
+        status=pl.when(error).then(pl.lit("error")).when(passed).then(pl.lit("pass"))
+        .otherwise(pl.lit("fail")),
+        **{"pass": pl.when(error).then(None).otherwise(passed)},
+        score=pl.when(error).then(None).otherwise(score),
+        reason=pl.when(error).then(pl.col("first_error"))
+        .when(pl.col("threshold").is_not_null()).then(pl.format(
+            "Aggregate score {} {} {} threshold", score.round(2),
+            pl.when(by_threshold).then(pl.lit(">=")).otherwise(pl.lit("<")), pl.col("threshold")))
+        .when(~passed).then(pl.col("first_fail")))

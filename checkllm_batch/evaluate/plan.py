@@ -1,0 +1,75 @@
+"""A plan: the suite's distinct assertions, and which test uses which at what index.
+
+Identical assertions (same type, value template, arguments) shared by many tests are
+compiled and evaluated once over all their rows: a `{{expected}}` value is a column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from ..assertions.registry import AssertionType, lookup
+from ..errors import ConfigError, did_you_mean
+from ..spec import template
+from ..spec.model import AssertionSpec, Suite
+
+
+@dataclass(frozen=True)
+class Planned:
+    key: int
+    spec: AssertionSpec
+    atype: AssertionType
+    tests: frozenset[int] | None  # None: every test has it
+
+
+@dataclass(frozen=True)
+class Plan:
+    suite: Suite
+    assertions: tuple[Planned, ...]
+    slots: pl.DataFrame  # test_index, assertion_index, key, type, metric, weight, metric_only
+    template_vars: frozenset[str]
+
+
+def build_plan(suite: Suite) -> Plan:
+    keys: dict[str, int] = {}
+    specs: list[AssertionSpec] = []
+    users: dict[int, set[int]] = {}
+    rows = []
+    for test in suite.tests:
+        for index, spec in enumerate(test.asserts):
+            key = keys.setdefault(spec.eval_key(), len(keys))
+            if key == len(specs):
+                specs.append(spec)
+            users.setdefault(key, set()).add(test.index)
+            rows.append((test.index, index, key, spec.label, spec.metric, spec.weight,
+                         spec.metric_only))
+    every = {t.index for t in suite.tests}
+    planned = tuple(
+        Planned(k, s, lookup(s.type), None if users[k] == every else frozenset(users[k]))
+        for k, s in enumerate(specs))
+    slots = pl.DataFrame(
+        rows, orient="row",
+        schema={"test_index": pl.Int32, "assertion_index": pl.Int32, "key": pl.Int32,
+                "type": pl.String, "metric": pl.String, "weight": pl.Float64,
+                "metric_only": pl.Boolean})
+    names = {v for s in specs for text in _texts(s) for v in template.template_vars(text)}
+    return Plan(suite, planned, slots, frozenset(names))
+
+
+def _texts(spec: AssertionSpec) -> list[str]:
+    return [v for v in [spec.value, *spec.args.values()] if isinstance(v, str)]
+
+
+def check_vars(plan: Plan, row_vars: set[str]) -> None:
+    """Every `{{var}}` must exist in some test's vars or as a column of the outputs."""
+    known = row_vars | {k for t in plan.suite.tests for k in t.vars}
+    problems = []
+    for p in plan.assertions:
+        for name in sorted({v for t in _texts(p.spec) for v in template.template_vars(t)}):
+            if name not in known:
+                problems.append(f"{p.spec.where}: unknown var {{{{{name}}}}}: no test var and no "
+                                f"outputs column has that name" + did_you_mean(name, known))
+    if problems:
+        raise ConfigError(problems)

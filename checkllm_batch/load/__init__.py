@@ -1,0 +1,1 @@
+"""Loading: outputs datasets as Arrow batches, and cases built from them."""

@@ -1,0 +1,145 @@
+"""Turn outputs batches into cases: join rows to tests, normalise outputs, expose vars.
+
+A case has the columns the engine reads: case_id, test_index, output (text), output_kind
+('text', 'json' or 'null'), provider, prompt, latency_ms, cost, and `var.<name>` for each var
+a `{{template}}` uses. Other outputs columns are vars (SPEC §1).
+"""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pyarrow as pa
+
+from ..errors import InputError, did_you_mean
+from ..evaluate.plan import Plan, check_vars
+from ..spec import template
+from ..spec.model import Suite
+
+CORE = {"output", "output_kind", "test_id", "__test_index", "provider", "prompt", "latency_ms",
+        "cost", "logprobs", "tool_calls", "metadata", "finish_reason", "description"}
+_NUMERIC = {"latency_ms": pl.Float64, "cost": pl.Float64}
+
+
+class CaseBuilder:
+    """Built once from the first batch's schema; turns every batch into a cases frame."""
+
+    def __init__(self, plan: Plan, schema: pa.Schema, source: str):
+        self.plan, self.suite, self.source = plan, plan.suite, source
+        names = set(schema.names)
+        if "output" not in names:
+            guess = did_you_mean("output", names)
+            raise InputError(f"{source}: no `output` column{guess}; columns are: "
+                             + ", ".join(schema.names))
+        self.row_vars = [n for n in schema.names if n not in CORE]
+        check_vars(plan, set(self.row_vars))
+        self.by_name = _test_names(self.suite)
+        self.tests = self._tests_frame()
+
+    def _tests_frame(self) -> pl.DataFrame:
+        row_vars = set(self.row_vars)
+        frame = {"test_index": [], "description": [], "__test_id": [], "__vars_head": [],
+                 "__test_prompt": []}
+        test_only = sorted(self.plan.template_vars - row_vars)
+        for name in test_only:
+            frame[template.var_column(name)] = []
+        for t in self.suite.tests:
+            frame["test_index"].append(t.index)
+            frame["description"].append(t.description)
+            frame["__test_id"].append(t.id or t.description if self.suite.inline_tests else None)
+            own = {k: v for k, v in t.vars.items() if k not in row_vars}
+            head = json.dumps(own, ensure_ascii=False, default=str)[:-1]
+            frame["__vars_head"].append(head + ("," if own and self.row_vars else ""))
+            frame["__test_prompt"].append(template.render(t.prompt, t.vars) if t.prompt else None)
+            for name in test_only:
+                value = t.vars.get(name)
+                frame[template.var_column(name)].append(
+                    None if value is None else template.stringify(value))
+        return pl.DataFrame(frame, schema_overrides={"test_index": pl.Int32})
+
+    def build(self, batch: pa.RecordBatch, first_case_id: int) -> pl.DataFrame:
+        df = pl.from_arrow(batch)
+        assert isinstance(df, pl.DataFrame)
+        df = df.with_columns(case_id=pl.int_range(first_case_id, first_case_id + df.height,
+                                                  dtype=pl.Int64))
+        df = df.with_columns(test_index=self._test_index(df))
+        row_json = (pl.struct(self.row_vars).struct.json_encode().str.slice(1)
+                    if self.row_vars else pl.lit("}"))
+        columns = [
+            "case_id", "test_index",
+            *_output(df),
+            *(pl.col(c).cast(pl.String) if c in df.columns else pl.lit(None, pl.String).alias(c)
+              for c in ("provider", "prompt")),
+            *(pl.col(c).cast(t, strict=False) if c in df.columns else pl.lit(None, t).alias(c)
+              for c, t in _NUMERIC.items()),
+            pl.col("test_id").cast(pl.String) if "test_id" in df.columns
+            else pl.lit(None, pl.String).alias("test_id"),
+            row_json.alias("__row_vars"),
+            *(_as_text(df, name).alias(template.var_column(name))
+              for name in self.plan.template_vars if name in self.row_vars),
+        ]
+        cases = df.select(columns).join(self.tests, on="test_index", how="left")
+        return cases.with_columns(
+            test_id=pl.coalesce("test_id", "__test_id"),
+            prompt=pl.coalesce("prompt", "__test_prompt"),
+            vars=pl.concat_str(["__vars_head", "__row_vars"]),
+        ).drop("__test_id", "__test_prompt", "__vars_head", "__row_vars")
+
+    def _test_index(self, df: pl.DataFrame) -> pl.Expr:
+        if "__test_index" in df.columns:
+            return pl.col("__test_index").cast(pl.Int32)
+        if not self.suite.inline_tests:
+            return pl.lit(0, pl.Int32)
+        if "test_id" not in df.columns:
+            if len(self.suite.tests) == 1:
+                return pl.lit(0, pl.Int32)
+            raise InputError(f"{self.source}: no `test_id` column to join rows to the suite's "
+                             f"{len(self.suite.tests)} tests (by test id or description)")
+        ids = df["test_id"].cast(pl.String)
+        index = ids.replace_strict(self.by_name, default=None, return_dtype=pl.Int32)
+        bad = index.is_null()
+        if bad.any():
+            row = int(bad.arg_true()[0])
+            name = ids[row]
+            raise InputError(
+                f"{self.source}: row {int(df['case_id'][row]) + 1}: test_id {name!r} matches no "
+                f"test in the suite" + did_you_mean(str(name), self.by_name))
+        return pl.lit(index)
+
+
+def _test_names(suite: Suite) -> dict[str, int]:
+    names: dict[str, int] = {}
+    for t in suite.tests:
+        for name in (t.description, t.id):  # an id wins over a description
+            if name is not None:
+                names[name] = t.index
+    return names
+
+
+def _output(df: pl.DataFrame) -> list[pl.Expr]:
+    dtype = df.schema["output"]
+    if dtype == pl.String:
+        text = pl.col("output")
+        kind = pl.when(text.is_null()).then(pl.lit("null")).otherwise(pl.lit("text"))
+        if "output_kind" in df.columns:
+            kind = pl.coalesce(pl.col("output_kind"), kind)
+        return [text, kind.alias("output_kind")]
+    encoded = pl.struct("output").struct.json_encode()  # '{"output":<json>}'
+    text = pl.when(pl.col("output").is_null()).then(None).otherwise(
+        encoded.str.slice(10, encoded.str.len_chars() - 11))
+    kind = pl.when(pl.col("output").is_null()).then(pl.lit("null")).otherwise(pl.lit("json"))
+    return [text.alias("output"), kind.alias("output_kind")]
+
+
+def _as_text(df: pl.DataFrame, name: str) -> pl.Expr:
+    """A var column as Nunjucks would print it into a template."""
+    dtype = df.schema[name]
+    col = pl.col(name)
+    if dtype == pl.String:
+        return col
+    if isinstance(dtype, pl.List):
+        return col.list.eval(pl.element().cast(pl.String)).list.join(",")
+    if isinstance(dtype, pl.Struct):
+        return pl.when(col.is_null()).then(None).otherwise(pl.lit("[object Object]"))
+    return col.cast(pl.String)

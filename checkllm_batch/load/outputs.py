@@ -1,0 +1,116 @@
+"""Read an outputs dataset as a stream of Arrow record batches.
+
+JSONL, CSV, Parquet, Arrow IPC, or a DuckDB table (`duckdb:path.duckdb:table`). Readers
+stream, so memory depends on the batch size, not on the number of rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import orjson
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+
+from ..errors import InputError
+
+FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
+           ".parquet": "parquet", ".arrow": "arrow", ".ipc": "arrow", ".feather": "arrow"}
+
+
+def read_batches(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """Record batches of at most `batch_rows` rows from `source`."""
+    if source.startswith("duckdb:"):
+        yield from _duckdb(source, batch_rows)
+        return
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"{source}: outputs file not found")
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"{source}: unknown outputs format {path.suffix!r}; use "
+                         ".jsonl, .csv, .parquet, .arrow or duckdb:file.duckdb:table")
+    try:
+        if fmt == "parquet":
+            yield from pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
+        elif fmt == "arrow":
+            yield from _rechunk(_ipc_batches(path), batch_rows)
+        elif fmt == "csv":
+            yield from _rechunk(pacsv.open_csv(path), batch_rows)
+        else:
+            yield from _jsonl(path, batch_rows)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise InputError(f"{source}: cannot read: {e}") from None
+
+
+def _ipc_batches(path: Path) -> Iterator[pa.RecordBatch]:
+    try:
+        reader = ipc.open_file(path)
+        yield from (reader.get_batch(i) for i in range(reader.num_record_batches))
+    except pa.ArrowInvalid:
+        yield from ipc.open_stream(path)
+
+
+def _rechunk(batches, rows: int) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for start in range(0, batch.num_rows, rows):
+            yield batch.slice(start, rows)
+
+
+def _jsonl(path: Path, rows: int) -> Iterator[pa.RecordBatch]:
+    """Line by line, so a malformed line is named and columns may mix types across lines."""
+    records: list[dict] = []
+    with path.open("rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise InputError(f"{path}:{n}: malformed JSON line: {e}") from None
+            if not isinstance(record, dict):
+                raise InputError(f"{path}:{n}: each line must be a JSON object")
+            records.append(record)
+            if len(records) == rows:
+                yield _to_batch(records)
+                records = []
+    if records:
+        yield _to_batch(records)
+
+
+def _to_batch(records: list[dict]) -> pa.RecordBatch:
+    names = list(dict.fromkeys(k for r in records for k in r))
+    columns = {}
+    for name in names:
+        values = [r.get(name) for r in records]
+        if name == "output":
+            columns["output_kind"] = pa.array(
+                ["null" if v is None else "text" if isinstance(v, str) else "json" for v in values])
+            values = [v if v is None or isinstance(v, str) else orjson.dumps(v).decode()
+                      for v in values]
+        try:
+            columns[name] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed types: keep each value as JSON
+            columns[name] = pa.array([None if v is None else orjson.dumps(v).decode()
+                                      for v in values])
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def _duckdb(source: str, rows: int) -> Iterator[pa.RecordBatch]:
+    try:
+        _, path, table = source.split(":", 2)
+    except ValueError:
+        raise InputError(f"{source}: write duckdb:path.duckdb:table") from None
+    if not Path(path).exists():
+        raise InputError(f"{path}: database not found")
+    con = duckdb.connect(path, read_only=True)
+    try:
+        reader = con.execute(f"SELECT * FROM {table}").to_arrow_reader(rows)
+    except duckdb.Error as e:
+        raise InputError(f"{source}: {str(e).splitlines()[0]}") from None
+    yield from reader
+    con.close()

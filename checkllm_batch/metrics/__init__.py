@@ -1,0 +1,1 @@
+"""Named and derived metrics, computed in DuckDB."""

@@ -1,0 +1,112 @@
+"""derivedMetrics: promptfoo's mathjs expressions over named-metric sums, as DuckDB SQL.
+
+`value: tp / (tp + fp)` is arithmetic over the run × provider × prompt sums of named metrics
+and `__count` (the number of cases), evaluated in list order so a derived metric can use
+earlier ones. We translate it token by token to SQL (`^` power, `min`/`max`/`log` as in
+mathjs), and run every derived metric in one query. x/0, 0/0 and other non-finite results
+are NULL. `sql:` takes any DuckDB scalar expression over the same columns instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+
+from ..errors import did_you_mean
+from ..spec.model import DerivedMetric, Suite
+
+_TOKEN = re.compile(r"\s*(?:(\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|([A-Za-z_][A-Za-z0-9_]*)"
+                    r"|(<=|>=|==|!=|[-+*/^%(),<>]))")
+_FUNCTIONS = {"min": "least", "max": "greatest", "log": "ln", "sqrt": "sqrt", "abs": "abs",
+              "exp": "exp", "round": "round", "floor": "floor", "ceil": "ceil", "pow": "pow"}
+_WORDS = {"and": "AND", "or": "OR", "not": "NOT", "true": "TRUE", "false": "FALSE"}
+_OPERATORS = {"==": "=", "!=": "<>", "%": "%"}
+COUNT = "__count"
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def to_sql(expression: str, names: set[str]) -> str:
+    """SQL for a mathjs-style expression; ValueError names what cannot be translated."""
+    out = []
+    tokens = list(_tokens(expression))
+    for i, (number, ident, op) in enumerate(tokens):
+        if number:
+            out.append(number)
+        elif ident:
+            calls = i + 1 < len(tokens) and tokens[i + 1][2] == "("
+            if calls and ident in _FUNCTIONS:
+                out.append(_FUNCTIONS[ident])
+            elif ident in _WORDS:
+                out.append(_WORDS[ident])
+            elif ident in names:
+                out.append(quote(ident))
+            else:
+                raise ValueError(f'unknown name "{ident}" in {expression!r}'
+                                 + did_you_mean(ident, names | set(_FUNCTIONS)))
+        else:
+            out.append(_OPERATORS.get(op, op))
+    return " ".join(out)
+
+
+def _tokens(expression: str):
+    pos = 0
+    while pos < len(expression.rstrip()):
+        m = _TOKEN.match(expression, pos)
+        if not m or m.end() == pos:
+            bad = expression[pos:].strip()[:10]
+            hint = " (write conditionals with `sql:` and CASE WHEN)" if bad[:1] in "?:" else ""
+            raise ValueError(f"cannot read {bad!r} in {expression!r}{hint}")
+        yield m.groups()
+        pos = m.end()
+
+
+def column_sql(metric: DerivedMetric, names: set[str]) -> str:
+    return f"CAST(({metric.sql if metric.sql is not None else to_sql(metric.value, names)}) AS DOUBLE)"
+
+
+def check_expressions(suite: Suite) -> list[str]:
+    """Problems with the suite's derived metrics, found by binding them in DuckDB."""
+    names = set(suite.metrics) | {COUNT}
+    problems = []
+    con = duckdb.connect()
+    for d in suite.derived_metrics:
+        columns = ", ".join(f"0.0 AS {quote(n)}" for n in sorted(names))
+        try:
+            con.execute(f"SELECT {column_sql(d, names)} FROM (SELECT {columns})")
+        except ValueError as e:
+            problems.append(f'derived metric "{d.name}": {e}')
+        except duckdb.Error as e:
+            problems.append(f'derived metric "{d.name}": {str(e).splitlines()[0]}')
+        names.add(d.name)
+    return problems
+
+
+def derived_query(suite: Suite) -> str:
+    """A query with parameter $run giving (provider, prompt, name, value) for each derived metric."""
+    metrics = sorted(suite.metrics)
+    sums = ", ".join(
+        f"COALESCE(SUM(n.sum) FILTER (WHERE n.metric = '{m.replace(chr(39), chr(39) * 2)}'), 0)"
+        f" AS {quote(m)}" for m in metrics)
+    steps = [f"""base AS (
+        SELECT g.provider, g.prompt, g.{COUNT}{', ' + sums if sums else ''}
+        FROM (SELECT provider, prompt, COUNT(*)::DOUBLE AS {COUNT} FROM cases
+              WHERE run_id = $run GROUP BY ALL) g
+        LEFT JOIN named_metrics n ON n.run_id = $run
+             AND n.provider IS NOT DISTINCT FROM g.provider AND n.prompt IS NOT DISTINCT FROM g.prompt
+        GROUP BY g.provider, g.prompt, g.{COUNT})"""]
+    names, previous = set(metrics) | {COUNT}, "base"
+    for i, d in enumerate(suite.derived_metrics):
+        column = f"{column_sql(d, names)} AS {quote(d.name)}"
+        select = f"* REPLACE ({column})" if d.name in names else f"*, {column}"
+        steps.append(f"d{i} AS (SELECT {select} FROM {previous})")
+        names.add(d.name)
+        previous = f"d{i}"
+    derived = ", ".join(quote(d.name) for d in suite.derived_metrics)
+    return (f"WITH {', '.join(steps)} "
+            f"SELECT provider, prompt, name, CASE WHEN isfinite(value) THEN value END AS value "
+            f"FROM (SELECT provider, prompt, {derived} FROM {previous}) "
+            f"UNPIVOT INCLUDE NULLS (value FOR name IN ({derived}))")

@@ -1,0 +1,5 @@
+"""Suites: YAML → frozen specs (`spec.parse.load_suite`)."""
+
+from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
+
+__all__ = ["AssertionSpec", "DerivedMetric", "Suite", "TestSpec"]

@@ -1,0 +1,270 @@
+"""Parse a promptfoo-shaped suite into frozen specs, checking everything before any row is read.
+
+Every problem is collected with its place (file:line, test, assertion) and raised once.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from ..assertions.registry import Value, lookup
+from ..errors import ConfigError, Where, did_you_mean
+from . import template
+from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
+from .yaml12 import load_yaml
+
+SUITE_KEYS = {"description", "tests", "defaultTest", "derivedMetrics", "assert", "judge",
+              # promptfoo keys that have no effect on scoring existing outputs:
+              "prompts", "providers", "outputPath", "env", "evaluateOptions", "sharing",
+              "tags", "metadata", "scenarios", "extensions", "nunjucksFilters", "tracing",
+              "commandLineOptions", "writeLatestResults"}
+TEST_KEYS = {"id", "description", "vars", "assert", "threshold", "options", "metadata",
+             "providerOutput", "output", "prompt", "provider", "providers", "prompts"}
+COMMON_FIELDS = {"type", "value", "threshold", "weight", "metric", "metricOnly", "provider",
+                 "rubricPrompt", "config"}
+
+
+class _Problems(list):
+    def add(self, where: Where, message: str) -> None:
+        self.append(f"{where}: {message}")
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and check a suite file; ConfigError lists every problem found."""
+    path = Path(path)
+    raw = load_yaml(path)
+    problems = _Problems()
+    if not isinstance(raw, dict):
+        raise ConfigError([f"{path}: a suite must be a YAML mapping with `tests:`"])
+    for key in raw:
+        if key not in SUITE_KEYS:
+            problems.add(Where(str(path), raw.line),
+                         f'unknown top-level key "{key}"' + did_you_mean(key, SUITE_KEYS))
+    default = raw.get("defaultTest") or {}
+    if isinstance(default, str) and default.startswith("file://"):
+        default = load_yaml(path.parent / default[len("file://"):])
+    if not isinstance(default, dict):
+        problems.add(Where(str(path)), "defaultTest must be a mapping")
+        default = {}
+    default = dict(default)
+    if raw.get("assert"):  # top-level assertions apply to every test, like defaultTest's
+        default["assert"] = [*(default.get("assert") or []), *raw["assert"]]
+
+    raw_tests, tests_source = _raw_tests(raw.get("tests"), path, problems)
+    inline = bool(raw_tests)
+    if not inline:
+        raw_tests = [{"description": "default test"}]
+    tests = tuple(
+        _test(i, t, default, tests_source, path.parent, problems) for i, t in enumerate(raw_tests))
+    derived = _derived(raw.get("derivedMetrics") or [], path, problems)
+    judge = raw.get("judge") or {}
+    if problems:
+        raise ConfigError(problems)
+    suite = Suite(path=str(path), tests=tests, derived_metrics=derived, inline_tests=inline,
+                  judge=dict(judge), description=raw.get("description"))
+    _check_derived_names(suite, path)
+    return suite
+
+
+def _raw_tests(value: Any, path: Path, problems: _Problems) -> tuple[list[dict], str]:
+    from .testfiles import read_test_file
+
+    if value is None:
+        return [], str(path)
+    refs = value if isinstance(value, list) else [value]
+    tests: list[dict] = []
+    source = str(path)
+    for item in refs:
+        if isinstance(item, str) and item.startswith("file://"):
+            file = path.parent / item[len("file://"):]
+            source = str(file)
+            try:
+                tests.extend(read_test_file(file))
+            except ConfigError as e:
+                problems.extend(e.problems)
+        elif isinstance(item, dict):
+            tests.append(item)
+        else:
+            problems.add(Where(str(path)), f"tests: expected a test mapping or file://, got {item!r}")
+    return tests, source
+
+
+def _test(index: int, raw: dict, default: dict, source: str, base: Path,
+          problems: _Problems) -> TestSpec:
+    where = Where(source, getattr(raw, "line", None), _test_label(index, raw))
+    if not isinstance(raw, dict):
+        problems.add(where, "a test must be a mapping")
+        raw = {}
+    for key in raw:
+        if key not in TEST_KEYS:
+            problems.add(where, f'unknown test field "{key}"' + did_you_mean(key, TEST_KEYS))
+    vars_ = {**(default.get("vars") or {}), **(raw.get("vars") or {})}
+    asserts = [*(default.get("assert") or []), *(raw.get("assert") or [])]
+    threshold = raw.get("threshold", default.get("threshold"))
+    if threshold is not None and not _is_number(threshold):
+        problems.add(where, f"threshold must be a number, got {threshold!r}")
+        threshold = None
+    parsed = tuple(
+        _assertion(a, i, vars_, base, where, problems) for i, a in enumerate(asserts))
+    output = raw.get("providerOutput", raw.get("output"))
+    return TestSpec(
+        index=index, id=_str_or_none(raw.get("id")), description=_str_or_none(raw.get("description")),
+        vars=vars_, asserts=tuple(a for a in parsed if a is not None),
+        threshold=float(threshold) if threshold is not None else None,
+        output=None if output == "" else output,
+        prompt=_str_or_none(raw.get("prompt")),
+        options={**(default.get("options") or {}), **(raw.get("options") or {})},
+        metadata={**(default.get("metadata") or {}), **(raw.get("metadata") or {})},
+        where=where)
+
+
+def _test_label(index: int, raw: Any) -> str:
+    desc = raw.get("description") if isinstance(raw, dict) else None
+    return f'test {index + 1} ("{desc}")' if desc else f"test {index + 1}"
+
+
+def _assertion(raw: Any, index: int, vars_: dict, base: Path, test_where: Where,
+               problems: _Problems) -> AssertionSpec | None:
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    where = Where(test_where.file, getattr(raw, "line", None) or test_where.line,
+                  test_where.test, f"assert {index + 1}" + (f" ({kind})" if kind else ""))
+    if not isinstance(raw, dict) or not isinstance(kind, str):
+        problems.add(where, "an assertion must be a mapping with a string `type`")
+        return None
+    negate = kind.startswith("not-")
+    name = kind[4:] if negate else kind
+    if name.startswith("not-"):
+        problems.add(where, f'"{kind}": double negation is not allowed')
+        return None
+    if name == "javascript":
+        problems.add(where, '"javascript" cannot run here: write the check as `python` '
+                            "(a Python expression or file://checks.py:fn) or `expression` "
+                            "(a DuckDB SQL / Polars expression over the case's columns)")
+        return None
+    try:
+        atype = lookup(name)
+    except KeyError as e:
+        problems.add(where, str(e.args[0]))
+        return None
+    if negate and not atype.negatable:
+        problems.add(where, f'"{kind}": {name} has no not- form')
+        return None
+    fields = dict(raw)
+    known = COMMON_FIELDS | set(atype.fields) | set(atype.value_aliases)
+    for key in fields:
+        if key not in known:
+            problems.add(where, f'unknown field "{key}" for {name}' + did_you_mean(key, known))
+    value = fields.get("value")
+    for alias in atype.value_aliases:
+        if value is None and fields.get(alias) is not None:
+            value = fields[alias]
+    value = _load_value(value, base, where, problems)
+    args = {k: fields[k] for k in atype.fields if k in fields}
+    if not _required_present(atype, value, args, where, problems):
+        return None
+    if atype.value is Value.NONE and value is not None:
+        problems.add(where, f"{name} takes no value")
+    threshold, weight = fields.get("threshold"), fields.get("weight", 1)
+    if threshold is not None and not _is_number(threshold):
+        problems.add(where, f"threshold must be a number, got {threshold!r}")
+        return None
+    if not _is_number(weight) or weight < 0:
+        problems.add(where, f"weight must be a number >= 0, got {weight!r}")
+        return None
+    spec = AssertionSpec(
+        type=atype.name, negate=negate, value=value,
+        threshold=float(threshold) if threshold is not None else None, weight=float(weight),
+        metric=_metric(fields.get("metric"), vars_, where, problems),
+        metric_only=weight == 0 or bool(fields.get("metricOnly")),
+        args={**args, **{k: fields[k] for k in ("provider", "rubricPrompt", "config") if k in fields}},
+        where=where)
+    _check_value(atype, spec, where, problems)
+    return spec
+
+
+def _required_present(atype, value: Any, args: dict, where: Where, problems: _Problems) -> bool:
+    needs = list(atype.required) or (["value"] if atype.value is Value.REQUIRED else [])
+    for need in needs:
+        options = need.split("|")
+        present = [o for o in options if (value if o == "value" else args.get(o)) is not None]
+        if not present:
+            names = " or ".join(f"`{o}`" for o in [*options, *atype.value_aliases] if o)
+            problems.add(where, f"{atype.name} needs {names}")
+            return False
+    return True
+
+
+def _check_value(atype, spec: AssertionSpec, where: Where, problems: _Problems) -> None:
+    texts = [v for v in [spec.value, *spec.args.values()] if isinstance(v, str)]
+    for text in texts:
+        bad = template.unsupported_syntax(text)
+        if bad:
+            problems.add(where, f"unsupported template syntax {bad!r}: only {{{{ var }}}} is supported")
+            return
+    if atype.prepare is not None and not template.is_template(spec.value):
+        try:
+            atype.prepare(spec.value, spec)
+        except ValueError as e:
+            problems.add(where, str(e))
+
+
+def _load_value(value: Any, base: Path, where: Where, problems: _Problems) -> Any:
+    if not (isinstance(value, str) and value.startswith("file://")):
+        return value
+    file = base / value[len("file://"):]
+    try:
+        if file.suffix in (".json", ".yaml", ".yml"):
+            return load_yaml(file)
+        if file.suffix in (".txt", ".md"):
+            return file.read_text(encoding="utf-8").strip()
+    except (OSError, ConfigError) as e:
+        problems.add(where, f"cannot load {value}: {e}")
+        return None
+    problems.add(where, f"cannot load {value}: use a .json, .yaml or .txt file")
+    return None
+
+
+def _metric(value: Any, vars_: dict, where: Where, problems: _Problems) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        problems.add(where, f"metric must be a non-empty string, got {value!r}")
+        return None
+    return template.render(value, vars_)
+
+
+def _derived(raw: Any, path: Path, problems: _Problems) -> tuple[DerivedMetric, ...]:
+    out = []
+    if not isinstance(raw, list):
+        problems.add(Where(str(path)), "derivedMetrics must be a list of {name, value}")
+        return ()
+    for i, item in enumerate(raw):
+        where = Where(str(path), getattr(item, "line", None), f"derivedMetrics[{i + 1}]")
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            problems.add(where, "each derived metric needs a `name` and a `value` (or `sql`)")
+            continue
+        value, sql = item.get("value"), item.get("sql")
+        if (value is None) == (sql is None):
+            problems.add(where, f'derived metric "{item["name"]}" needs exactly one of `value`, `sql`')
+            continue
+        out.append(DerivedMetric(name=item["name"], value=None if value is None else str(value),
+                                 sql=sql))
+    return tuple(out)
+
+
+def _check_derived_names(suite: Suite, path: Path) -> None:
+    from ..metrics.derived import check_expressions
+
+    problems = check_expressions(suite)
+    if problems:
+        raise ConfigError([f"{path}: {p}" for p in problems])
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)

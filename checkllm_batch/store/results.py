@@ -1,0 +1,99 @@
+"""Write a run into the results database, batch by batch, and compute its metrics in SQL."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from ..errors import InputError
+from ..metrics.derived import derived_query
+from ..spec.model import Suite
+from .schema import migrate
+
+CASE_COLUMNS = ["case_id", "test_id", "test_index", "description", "provider", "prompt", "vars",
+                "output", "output_kind", "latency_ms", "cost"]
+RESULT_COLUMNS = ["case_id", "assertion_index", "type", "metric", "weight", "metric_only",
+                  "status", "pass", "score", "reason"]
+TEST_COLUMNS = ["case_id", "status", "pass", "score", "reason"]
+
+
+def connect(path: str | Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
+    """A connection to a results database, migrated to the current schema."""
+    if not create and str(path) != ":memory:" and not Path(path).exists():
+        raise InputError(f"{path}: results database not found")
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as e:
+        raise InputError(f"{path}: cannot open: {str(e).splitlines()[0]}") from None
+    migrate(con)
+    return con
+
+
+def frame(con: duckdb.DuckDBPyConnection, query: str, params: list | dict | None = None
+          ) -> pl.DataFrame:
+    """A query's result as a Polars frame."""
+    result = pl.from_arrow(con.sql(query, params=params).to_arrow_table())
+    assert isinstance(result, pl.DataFrame)
+    return result
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def start_run(con: duckdb.DuckDBPyConnection, suite: Suite, outputs: str | None,
+              config: dict[str, Any]) -> str:
+    run_id = new_run_id()
+    con.execute(
+        "INSERT INTO runs (run_id, started_at, status, suite_path, outputs_path, config, suite) "
+        "VALUES (?, current_timestamp, 'running', ?, ?, ?, ?)",
+        [run_id, suite.path, outputs, json.dumps(config), json.dumps(suite.to_json(), default=str)])
+    rows = [(run_id, t.index, t.id or t.description, i, a.label, a.metric, a.weight,
+             a.metric_only, json.dumps(a.to_json(), default=str))
+            for t in suite.tests for i, a in enumerate(t.asserts)]
+    if rows:
+        con.executemany("INSERT INTO assertions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return run_id
+
+
+def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
+           results: pl.DataFrame, tests: pl.DataFrame) -> None:
+    for table, frame, columns in (("cases", cases, CASE_COLUMNS),
+                                  ("assertion_results", results, RESULT_COLUMNS),
+                                  ("test_results", tests, TEST_COLUMNS)):
+        batch = frame.select(columns).to_arrow()  # noqa: F841  (read by DuckDB by name)
+        con.execute(f"INSERT INTO {table} BY NAME SELECT $run AS run_id, * FROM batch",
+                    {"run": run_id})
+
+
+def finish_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite) -> None:
+    """Named metrics (sums over cases, SPEC §3) and derived metrics, all in SQL."""
+    con.execute("""
+        INSERT INTO named_metrics
+        SELECT a.run_id, c.provider, c.prompt, a.metric,
+               SUM(a.score * CASE WHEN a.metric_only THEN 1 ELSE a.weight END),
+               SUM(CASE WHEN a.metric_only THEN 1 ELSE a.weight END), COUNT(*)
+        FROM assertion_results a JOIN cases c USING (run_id, case_id)
+        WHERE a.run_id = $run AND a.metric IS NOT NULL AND a.status IN ('pass', 'fail')
+        GROUP BY ALL""", {"run": run_id})
+    if suite.derived_metrics:
+        con.execute(f"INSERT INTO derived_metrics SELECT $run, * FROM ({derived_query(suite)})",
+                    {"run": run_id})
+    con.execute("""
+        UPDATE runs SET status = 'finished', finished_at = current_timestamp,
+               cases = (SELECT COUNT(*) FROM cases WHERE run_id = $run)
+        WHERE run_id = $run""", {"run": run_id})
+
+
+def fail_run(con: duckdb.DuckDBPyConnection, run_id: str, error: str) -> None:
+    """Keep the run's record with its error; drop its partial results."""
+    for table in ("cases", "assertion_results", "test_results", "named_metrics", "derived_metrics"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+    con.execute("UPDATE runs SET status = 'failed', finished_at = current_timestamp, error = ? "
+                "WHERE run_id = ?", [error, run_id])

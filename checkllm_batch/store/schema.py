@@ -1,0 +1,50 @@
+"""The results database: a versioned public schema, changed only through named migrations.
+
+Public tables (columns may be added, never renamed): runs, cases, assertion_results,
+test_results, named_metrics, derived_metrics. `assertions` keeps each assertion's spec.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("0001_initial", """
+    CREATE TABLE runs (
+        run_id VARCHAR PRIMARY KEY, started_at TIMESTAMP, finished_at TIMESTAMP,
+        status VARCHAR, suite_path VARCHAR, outputs_path VARCHAR, config JSON, suite JSON,
+        cases BIGINT, error VARCHAR);
+    CREATE TABLE assertions (
+        run_id VARCHAR, test_index INTEGER, test_id VARCHAR, assertion_index INTEGER,
+        type VARCHAR, metric VARCHAR, weight DOUBLE, metric_only BOOLEAN, spec JSON);
+    CREATE TABLE cases (
+        run_id VARCHAR, case_id BIGINT, test_id VARCHAR, test_index INTEGER,
+        description VARCHAR, provider VARCHAR, prompt VARCHAR, vars JSON, output VARCHAR,
+        output_kind VARCHAR, latency_ms DOUBLE, cost DOUBLE);
+    CREATE TABLE assertion_results (
+        run_id VARCHAR, case_id BIGINT, assertion_index INTEGER, type VARCHAR,
+        metric VARCHAR, weight DOUBLE, metric_only BOOLEAN, status VARCHAR, pass BOOLEAN,
+        score DOUBLE, reason VARCHAR);
+    CREATE TABLE test_results (
+        run_id VARCHAR, case_id BIGINT, status VARCHAR, pass BOOLEAN, score DOUBLE,
+        reason VARCHAR);
+    CREATE TABLE named_metrics (
+        run_id VARCHAR, provider VARCHAR, prompt VARCHAR, metric VARCHAR, sum DOUBLE,
+        weight DOUBLE, count BIGINT);
+    CREATE TABLE derived_metrics (
+        run_id VARCHAR, provider VARCHAR, prompt VARCHAR, name VARCHAR, value DOUBLE);
+    """),
+]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply, in order, every migration this database has not seen yet."""
+    con.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP DEFAULT current_timestamp)")
+    done = {r[0] for r in con.execute("SELECT name FROM schema_migrations").fetchall()}
+    for name, ddl in MIGRATIONS:
+        if name not in done:
+            con.execute("BEGIN")
+            con.execute(ddl)
+            con.execute("INSERT INTO schema_migrations (name) VALUES (?)", [name])
+            con.execute("COMMIT")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -86,17 +87,26 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     run_id = store.start_run(con, suite, source, config or {})
     bar = tqdm(total=total, unit="cases", disable=None if progress else True, leave=False)
     done = 0
+    # One writer thread: DuckDB stores batch k while Polars evaluates batch k + 1.
+    writer = ThreadPoolExecutor(max_workers=1)
+    pending: Future | None = None
     try:
         for batch in itertools.chain([first], batches):
             if batch.schema != first.schema:
                 builder, first = CaseBuilder(plan, batch.schema, source), batch
             cases = builder.build(batch, done)
             results, tests = evaluate_batch(plan, cases)
-            store.append(con, run_id, cases, results, tests)
+            if pending is not None:
+                pending.result()
+            pending = writer.submit(store.append, con, run_id, cases, results, tests)
             done += batch.num_rows
             bar.update(batch.num_rows)
+        writer.shutdown(wait=True)
+        if pending is not None:
+            pending.result()
         store.finish_run(con, run_id, suite)
     except BaseException as e:
+        writer.shutdown(wait=True, cancel_futures=True)
         store.fail_run(con, run_id, f"{type(e).__name__}: {e}")
         raise
     finally:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import jsonschema_rs
 import orjson
+import polars as pl
 import yaml
 
 from .distinct import Outcome, over_distinct
@@ -54,9 +55,13 @@ def is_json(ctx: Ctx) -> Verdict:
         problem = validate(parsed) if validate else None
         return problem is None, problem
 
-    result = over_distinct(ctx.output, check)
+    # Only outputs that start like a JSON value reach the parser; the rest fail vectorised.
+    candidate = ctx.output.str.contains(r"^[ \t\n\r]*[\[{\"\-0-9tfn]")
+    result = ctx.once(over_distinct(pl.when(candidate).then(ctx.output), check))
     expect = "be valid JSON" + (" matching the schema" if validate else "")
-    return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
+    return Verdict(pl.when(candidate).then(result.struct.field("ok")).otherwise(False), expect,
+                   detail=pl.when(candidate).then(result.struct.field("detail"))
+                   .otherwise(pl.lit("invalid JSON: does not start like a JSON value")))
 
 
 @assertion("contains-json", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
@@ -76,9 +81,13 @@ def contains_json(ctx: Ctx) -> Verdict:
             return True, None
         return False, problems[0]
 
-    result = over_distinct(ctx.output, check)
+    # Only outputs holding a "{" reach the extractor; the rest fail vectorised.
+    candidate = ctx.output.str.contains("{", literal=True)
+    result = ctx.once(over_distinct(pl.when(candidate).then(ctx.output), check))
     expect = "contain a JSON object" + (" matching the schema" if validate else "")
-    return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
+    return Verdict(pl.when(candidate).then(result.struct.field("ok")).otherwise(False), expect,
+                   detail=pl.when(candidate).then(result.struct.field("detail"))
+                   .otherwise(pl.lit("no JSON object found")))
 
 
 _BRACE = re.compile(r"[{}]")

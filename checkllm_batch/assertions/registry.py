@@ -40,6 +40,16 @@ class Ctx:
     threshold: float | None  # the spec's threshold, else the type's default
     prepared: Any = None  # what the type's `prepare` returned for `literal`
     output: pl.Expr = field(default_factory=lambda: pl.col("output"))
+    key: int = 0
+    stash: dict[str, pl.Expr] = field(default_factory=dict)
+
+    def once(self, expr: pl.Expr) -> pl.Expr:
+        """Compute `expr` once per batch and refer to its column. Use it for anything opaque
+        or costly (a library call through map_batches), which Polars would otherwise run
+        again for every reference."""
+        name = f"__k{self.key}_{len(self.stash)}"
+        self.stash[name] = expr
+        return pl.col(name)
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,12 @@ def js_string(value: Any) -> str:
     return str(value)
 
 
-def quoted(value: pl.Expr | str) -> pl.Expr:
-    return pl.concat_str([pl.lit('"'), value if isinstance(value, pl.Expr) else pl.lit(value),
-                          pl.lit('"')])
+def quoted(value: pl.Expr | str, limit: int = 80) -> pl.Expr:
+    """The value in quotes for a reason, shortened to `limit` characters."""
+    value = value if isinstance(value, pl.Expr) else pl.lit(value)
+    short = pl.when(value.str.len_chars() > limit).then(
+        pl.concat_str([value.str.slice(0, limit - 1), pl.lit("…")])).otherwise(value)
+    return pl.concat_str([pl.lit('"'), short, pl.lit('"')])
 
 
 def _text_value(ctx: Ctx) -> pl.Expr:
@@ -168,7 +171,7 @@ def equals(ctx: Ctx) -> Verdict:
             except (orjson.JSONDecodeError, TypeError):
                 return False, "output is not valid JSON"
 
-        result = over_distinct(ctx.output, same)
+        result = ctx.once(over_distinct(ctx.output, same))
         return Verdict(result.struct.field("ok"),
                        f"equal the JSON value {json.dumps(ctx.literal, ensure_ascii=False)}",
                        detail=result.struct.field("detail"))
@@ -189,5 +192,5 @@ def regex(ctx: Ctx) -> Verdict:
     expect = f"match /{rx.source}/"
     if not rx.backtracking:
         return Verdict(ctx.output.str.contains(rx.pattern), expect)
-    result = over_distinct(ctx.output, lambda text: (rx.search(text), None))
+    result = ctx.once(over_distinct(ctx.output, lambda text: (rx.search(text), None)))
     return Verdict(result.struct.field("ok"), expect)

@@ -7,6 +7,7 @@ handed to the judge, or end as `error: no judge configured`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import polars as pl
@@ -24,7 +25,7 @@ JudgeHook = Callable[[Planned, pl.DataFrame], pl.DataFrame]
 def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = None
                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(assertion_results, test_results) for a batch of cases."""
-    shared: dict[int, pl.Expr] = {}
+    shared: list[Compiled] = []
     parts: list[pl.DataFrame] = []
     for p in plan.assertions:
         rows = cases if p.tests is None else cases.filter(pl.col("test_index").is_in(list(p.tests)))
@@ -33,17 +34,35 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
         elif p.atype.literal_value and template.is_template(p.spec.value):
             parts.append(_per_distinct_value(p, rows))
         elif p.tests is None:
-            shared[p.key] = _outcome(p, p.spec.value).alias(f"k{p.key}")
+            shared.append(compile_assertion(p, p.spec.value))
         else:
-            parts.append(_long(rows.lazy().select("case_id", "test_index",
-                                                  _outcome(p, p.spec.value).alias("o")), p.key))
-    if shared:  # one select: Polars shares common subexpressions and runs them in parallel
-        wide = cases.lazy().select("case_id", "test_index", *shared.values()).collect().lazy()
-        parts.extend(_long(wide.select("case_id", "test_index", pl.col(f"k{key}").alias("o")), key)
-                     for key in shared)
+            parts.extend(_run(rows, [compile_assertion(p, p.spec.value)]))
+    if shared:  # one query: Polars runs the assertions' expressions in parallel
+        parts.extend(_run(cases, shared))
     results = pl.concat(parts) if parts else pl.DataFrame(schema=RESULT_SCHEMA)
     results = results.join(plan.slots, on=["test_index", "key"], how="inner")
     return results, combine_tests(plan, cases, results)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One assertion's expressions, in the stages they run in."""
+
+    key: int
+    stash: dict[str, pl.Expr]  # once-per-batch intermediates (library calls)
+    raw: dict[str, pl.Expr]  # the verdict: passed, score, expect, detail (over the stash)
+    outcome: pl.Expr  # struct {status, pass, score, reason} over the raw columns
+
+
+def _run(rows: pl.DataFrame, compiled: list[Compiled]) -> list[pl.DataFrame]:
+    """Evaluate assertions over rows, each intermediate computed once, in three stages."""
+    frame = (rows.lazy()
+             .with_columns(**{k: e for c in compiled for k, e in c.stash.items()})
+             .with_columns(**{k: e for c in compiled for k, e in c.raw.items()})
+             .select("case_id", "test_index", *(c.outcome.alias(f"o{c.key}") for c in compiled))
+             .collect().lazy())
+    return [_long(frame.select("case_id", "test_index", pl.col(f"o{c.key}").alias("o")), c.key)
+            for c in compiled]
 
 
 def _long(frame: pl.LazyFrame, key: int) -> pl.DataFrame:
@@ -53,24 +72,32 @@ def _long(frame: pl.LazyFrame, key: int) -> pl.DataFrame:
         pl.col("o").struct.field("score"), pl.col("o").struct.field("reason")).collect()
 
 
-def _outcome(p: Planned, value) -> pl.Expr:
-    """A struct {status, pass, score, reason} for one assertion on every row."""
+def compile_assertion(p: Planned, value) -> Compiled:
+    """The type's verdict, plus what every type shares: negation, non-text outputs, reasons."""
     spec, atype = p.spec, p.atype
     literal = value if not template.is_template(value) else None
     prepared = atype.prepare(literal, spec) if atype.prepare and literal is not None else None
     ctx = Ctx(spec=spec, value=template.to_expr(value), literal=literal,
               threshold=spec.threshold if spec.threshold is not None else atype.default_threshold,
-              prepared=prepared)
+              prepared=prepared, key=p.key)
     verdict: Verdict = atype.fn(ctx)
-    raw = verdict.passed
-    passed = ~raw if spec.negate else raw
-    score = verdict.score if verdict.score is not None else raw.cast(pl.Float64)
-    score = 1.0 - score if spec.negate else score
+    name = f"__r{p.key}_"
     expect = verdict.expect if isinstance(verdict.expect, pl.Expr) else pl.lit(verdict.expect)
-    failed = pl.concat_str([pl.lit("Expected output to " + ("not " if spec.negate else "")), expect])
-    if verdict.detail is not None:
-        failed = pl.when(verdict.detail.is_null()).then(failed).otherwise(
-            pl.concat_str([failed, pl.lit(": "), verdict.detail]))
+    raw_exprs = {
+        name + "passed": verdict.passed,
+        name + "score": (verdict.score if verdict.score is not None
+                         else verdict.passed.cast(pl.Float64)),
+        name + "detail": (verdict.detail if verdict.detail is not None
+                          else pl.lit(None, pl.String)),
+        name + "expect": expect.cast(pl.String),
+    }
+    raw, detail = pl.col(name + "passed"), pl.col(name + "detail")
+    passed = ~raw if spec.negate else raw
+    score = 1.0 - pl.col(name + "score") if spec.negate else pl.col(name + "score")
+    failed = pl.concat_str([pl.lit("Expected output to " + ("not " if spec.negate else "")),
+                            pl.col(name + "expect")])
+    failed = pl.when(detail.is_null()).then(failed).otherwise(
+        pl.concat_str([failed, pl.lit(": "), detail]))
     kind = pl.col("output_kind")
     not_text = (kind != "text") if atype.needs_text else pl.lit(False)
     status = (pl.when(not_text).then(pl.lit("fail")).when(raw.is_null()).then(pl.lit("error"))
@@ -78,15 +105,15 @@ def _outcome(p: Planned, value) -> pl.Expr:
     reason = (pl.when(not_text).then(
                   pl.when(kind == "null").then(pl.lit("output is null"))
                   .otherwise(pl.lit("output is not text (a JSON value)")))
-              .when(raw.is_null()).then(verdict.detail if verdict.detail is not None
-                                        else pl.lit("could not be evaluated"))
+              .when(raw.is_null()).then(pl.coalesce(detail, pl.lit("could not be evaluated")))
               .when(~passed).then(failed)
-              .otherwise(verdict.detail))
-    return pl.struct(
+              .otherwise(detail))
+    outcome = pl.struct(
         status=status,
         **{"pass": pl.when(not_text).then(False).otherwise(passed)},
         score=pl.when(not_text).then(0.0).when(raw.is_null()).then(None).otherwise(score),
         reason=reason)
+    return Compiled(p.key, ctx.stash, raw_exprs, outcome)
 
 
 def _per_distinct_value(p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
@@ -98,11 +125,11 @@ def _per_distinct_value(p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
         try:
             if p.atype.prepare:
                 p.atype.prepare(value, p.spec)
-            expr = _outcome(p, value)
+            compiled = compile_assertion(p, value)
         except ValueError as e:
             parts.append(_error_rows(p, subset, f"value {value!r}: {e}"))
             continue
-        parts.append(_long(subset.lazy().select("case_id", "test_index", expr.alias("o")), p.key))
+        parts.extend(_run(subset, [compiled]))
     return pl.concat(parts) if parts else pl.DataFrame(schema=RESULT_SCHEMA)
 
 

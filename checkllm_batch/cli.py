@@ -92,10 +92,11 @@ def _print_metrics(run: api.Run) -> None:
     if named.height:
         click.echo("named metrics (sum / weight = mean):")
         _show(run.con, "SELECT provider, prompt, metric, sum, weight, count, "
-              "round(sum / nullif(weight, 0), 4) AS mean FROM named", named=named)
+              "round(sum / nullif(weight, 0), 4) AS mean FROM named ORDER BY ALL", named=named)
     if derived.height:
         click.echo("derived metrics:")
-        _show(run.con, "SELECT provider, prompt, name, round(value, 4) AS value FROM derived",
+        _show(run.con, "SELECT provider, prompt, name, round(value, 4) AS value FROM derived "
+              "ORDER BY provider NULLS FIRST, prompt",
               derived=derived)
 
 

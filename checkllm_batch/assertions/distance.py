@@ -8,7 +8,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from .registry import Ctx, Verdict, assertion
-from .text import _scalar, js_string, quoted
+from .text import js_string, quoted
 
 _ASTRAL = r"[\x{10000}-\x{10FFFF}]"
 
@@ -41,11 +41,16 @@ def _pairwise(scorer, utf16: bool = False, **kwargs):
     return run
 
 
+def _string(value, spec) -> None:
+    if isinstance(value, (dict, list)) or value is None:
+        raise ValueError("value must be a string or number")
+
+
 def _value(ctx: Ctx) -> pl.Expr:
     return pl.lit(js_string(ctx.literal)) if ctx.literal is not None else ctx.value.cast(pl.String)
 
 
-@assertion("levenshtein", default_threshold=5.0, prepare=_scalar)
+@assertion("levenshtein", default_threshold=5.0, prepare=_string)
 def levenshtein(ctx: Ctx) -> Verdict:
     """Levenshtein edit distance to the value is at most the threshold (default 5)."""
     value = _value(ctx)
@@ -63,7 +68,7 @@ def levenshtein(ctx: Ctx) -> Verdict:
                    detail=shown)
 
 
-@assertion("similarity", default_threshold=0.8, value_aliases=("reference",), prepare=_scalar)
+@assertion("similarity", default_threshold=0.8, value_aliases=("reference",), prepare=_string)
 def similarity(ctx: Ctx) -> Verdict:
     """CheckLLM: normalised Levenshtein similarity (1 - distance / longer length) >= threshold."""
     value = _value(ctx)

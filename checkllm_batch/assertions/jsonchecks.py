@@ -41,7 +41,7 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
     return check
 
 
-@assertion("is-json", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
+@assertion("is-json", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True, json_ok=True,
            prepare=compile_schema)
 def is_json(ctx: Ctx) -> Verdict:
     """The whole output is valid JSON (strict), conforming to the schema if one is given."""
@@ -65,6 +65,7 @@ def is_json(ctx: Ctx) -> Verdict:
 
 
 @assertion("contains-json", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
+           json_ok=True,
            prepare=compile_schema)
 def contains_json(ctx: Ctx) -> Verdict:
     """The output contains a JSON object, conforming to the schema if one is given."""

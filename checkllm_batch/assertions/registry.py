@@ -73,6 +73,7 @@ class AssertionType:
     required: tuple[str, ...] = ()  # of those (or value-like), the ones that must be present
     default_threshold: float | None = None
     needs_text: bool = True  # a null or non-text output fails it
+    json_ok: bool = False  # a structured (JSON) output is checked as its JSON text
     literal_value: bool = False  # needs the value as a literal: templated values run per distinct
     negatable: bool = True
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError

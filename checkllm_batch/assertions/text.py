@@ -159,7 +159,7 @@ def _canonical(value: Any) -> Any:
     return ("obj", frozenset((k, _canonical(v)) for k, v in value.items()))
 
 
-@assertion("equals", literal_value=True)
+@assertion("equals", literal_value=True, json_ok=True)
 def equals(ctx: Ctx) -> Verdict:
     """Output equals the value exactly; a mapping/list value is compared as parsed JSON."""
     if isinstance(ctx.literal, (dict, list)) or ctx.literal is None:

@@ -99,7 +99,8 @@ def compile_assertion(p: Planned, value) -> Compiled:
     failed = pl.when(detail.is_null()).then(failed).otherwise(
         pl.concat_str([failed, pl.lit(": "), detail]))
     kind = pl.col("output_kind")
-    not_text = (kind != "text") if atype.needs_text else pl.lit(False)
+    accepted = ["text", "json"] if atype.json_ok else ["text"]
+    not_text = ~kind.is_in(accepted) if atype.needs_text else pl.lit(False)
     status = (pl.when(not_text).then(pl.lit("fail")).when(raw.is_null()).then(pl.lit("error"))
               .when(passed).then(pl.lit("pass")).otherwise(pl.lit("fail")))
     reason = (pl.when(not_text).then(

@@ -1,0 +1,43 @@
+"""Shared helpers: evaluate a suite (as a dict) against rows of outputs, in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+
+import checkllm_batch as cb
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_suite(tmp_path: Path, suite: dict | str, name: str = "suite.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(suite if isinstance(suite, str) else yaml.safe_dump(suite, sort_keys=False))
+    return path
+
+
+def run(tmp_path: Path, suite: dict | str, rows: list[dict] | None, **kwargs: Any) -> cb.Run:
+    frame = pl.DataFrame(rows, infer_schema_length=None) if rows is not None else None
+    return cb.evaluate(write_suite(tmp_path, suite), frame, **kwargs)
+
+
+def verdicts(tmp_path: Path, assertion: dict, outputs: list, **vars: list) -> list[tuple]:
+    """(status, score) of one assertion on each output, in order."""
+    rows = [{"output": o, **{k: v[i] for k, v in vars.items()}} for i, o in enumerate(outputs)]
+    result = run(tmp_path, {"defaultTest": {"assert": [assertion]}}, rows)
+    frame = result.assertion_results.sort("case_id")
+    return list(zip(frame["status"].to_list(), frame["score"].to_list()))
+
+
+@pytest.fixture
+def check(tmp_path):
+    """check(assertion, output, **vars) -> (status, score) for one output."""
+
+    def one(assertion: dict, output: Any, **vars: Any) -> tuple:
+        return verdicts(tmp_path, assertion, [output], **{k: [v] for k, v in vars.items()})[0]
+
+    return one

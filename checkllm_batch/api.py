@@ -150,12 +150,12 @@ def open_results(db: str | Path) -> duckdb.DuckDBPyConnection:
 def get_run(db: str | Path | duckdb.DuckDBPyConnection, run: str | None = None) -> Run:
     """A run of a results database: `run`, or the last one started."""
     con = db if isinstance(db, duckdb.DuckDBPyConnection) else open_results(db)
-    row = con.execute(
+    rows = con.sql(
         "SELECT run_id FROM runs WHERE (? IS NULL OR run_id = ?) ORDER BY started_at DESC LIMIT 1",
-        [run, run]).fetchone()
-    if row is None:
+        params=[run, run]).fetchall()
+    if not rows:
         raise InputError(f"no run {run!r} in the database" if run else "the database has no runs")
-    return Run(con, row[0])
+    return Run(con, rows[0][0])
 
 
 def write(run: Run, path: str | Path) -> Run:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Iterable
+
+from rapidfuzz import process
+from rapidfuzz.distance import DamerauLevenshtein
 
 
 @dataclass(frozen=True)
@@ -46,5 +48,6 @@ class InputError(CheckLLMError):
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """' (did you mean "x"?)' for the closest choice, or '' when nothing is close."""
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f' (did you mean "{close[0]}"?)' if close else ""
+    best = process.extractOne(name, list(choices), scorer=DamerauLevenshtein.normalized_similarity,
+                              score_cutoff=0.5)
+    return f' (did you mean "{best[0]}"?)' if best else ""

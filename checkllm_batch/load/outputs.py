@@ -109,7 +109,7 @@ def _duckdb(source: str, rows: int) -> Iterator[pa.RecordBatch]:
         raise InputError(f"{path}: database not found")
     con = duckdb.connect(path, read_only=True)
     try:
-        reader = con.execute(f"SELECT * FROM {table}").to_arrow_reader(rows)
+        reader = con.sql(f"SELECT * FROM {table}").to_arrow_reader(rows)
     except duckdb.Error as e:
         raise InputError(f"{source}: {str(e).splitlines()[0]}") from None
     yield from reader

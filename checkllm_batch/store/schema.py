@@ -41,7 +41,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Apply, in order, every migration this database has not seen yet."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
                 "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP DEFAULT current_timestamp)")
-    done = {r[0] for r in con.execute("SELECT name FROM schema_migrations").fetchall()}
+    done = {r[0] for r in con.sql("SELECT name FROM schema_migrations").fetchall()}
     for name, ddl in MIGRATIONS:
         if name not in done:
             con.execute("BEGIN")

@@ -1,0 +1,102 @@
+"""Test results: weighted score, pass, threshold (0 included), metric-only, errors (SPEC §3)."""
+
+import pytest
+
+from conftest import run
+
+EQ = {"type": "equals", "value": "Hello world", "weight": 2}
+CONTAINS = {"type": "contains", "value": "world"}
+
+CASES = [
+    # (test fields, assertions, output, expected (status, score))
+    ({}, [EQ, CONTAINS], "Hello world", ("pass", 1.0)),
+    ({}, [EQ, CONTAINS], "world", ("fail", 1 / 3)),  # promptfoo's worked example
+    ({"threshold": 0.5}, [EQ, CONTAINS], "world", ("fail", 1 / 3)),
+    ({"threshold": 0.2}, [EQ, CONTAINS], "world", ("pass", 1 / 3)),
+    ({"threshold": 0}, [EQ, CONTAINS], "nothing", ("pass", 0.0)),  # [N]: 0 is honoured
+    ({}, [], "anything", ("pass", 1.0)),  # no assertions
+    ({}, [{"type": "contains", "value": "zzz", "weight": 0}], "x", ("pass", 1.0)),  # metric-only
+    ({}, [{"type": "contains", "value": "zzz", "metricOnly": True}, CONTAINS], "world",
+     ("pass", 1.0)),
+    ({}, [CONTAINS, {"type": "llm-rubric", "value": "polite"}], "world", ("error", None)),
+]
+
+
+@pytest.mark.parametrize("test,asserts,output,expected", CASES)
+def test_test_verdicts(tmp_path, test, asserts, output, expected):
+    r = run(tmp_path, {"tests": [{"description": "t", **test, "assert": asserts}]},
+            [{"output": output}])
+    row = r.test_results.row(0, named=True)
+    assert row["status"] == expected[0]
+    if expected[1] is None:
+        assert row["score"] is None and row["pass"] is None
+    else:
+        assert row["score"] == pytest.approx(expected[1])
+        assert row["pass"] is (expected[0] == "pass")
+
+
+def test_threshold_reason(tmp_path):
+    r = run(tmp_path, {"tests": [{"threshold": 0.5, "assert": [EQ, CONTAINS]}]},
+            [{"output": "world"}])
+    assert r.test_results["reason"][0] == "Aggregate score 0.33 < 0.5 threshold"
+
+
+def test_failing_test_reason_is_its_first_failure(tmp_path):
+    r = run(tmp_path, {"tests": [{"assert": [CONTAINS, {"type": "contains", "value": "a"},
+                                             {"type": "contains", "value": "b"}]}]},
+            [{"output": "world"}])
+    assert r.test_results["reason"][0] == 'Expected output to contain "a"'
+
+
+def test_model_graded_without_judge_is_an_error_not_a_pass(tmp_path):
+    r = run(tmp_path, {"defaultTest": {"assert": [{"type": "llm-rubric", "value": "polite"},
+                                                  {"type": "factuality", "value": "x"}]}},
+            [{"output": "hi"}, {"output": None}])
+    a = r.assertion_results
+    assert set(a["status"]) == {"error"} and set(a["reason"]) == {"no judge configured"}
+    assert a["pass"].null_count() == 4 and a["score"].null_count() == 4
+    assert set(r.test_results["status"]) == {"error"}
+
+
+def test_metric_only_feeds_metrics_with_weight_one(tmp_path):
+    r = run(tmp_path, {"defaultTest": {"assert": [
+        {"type": "contains", "value": "a", "metric": "m", "weight": 0},
+        {"type": "contains", "value": "b", "metric": "m", "weight": 3}]}},
+        [{"output": "a"}, {"output": "ab"}])
+    m = r.named_metrics.row(0, named=True)
+    # case 1: a=1 (w1), b=0 (w3); case 2: a=1 (w1), b=1 (w3)
+    assert (m["sum"], m["weight"], m["count"]) == (1 + 0 + 1 + 3, 8.0, 4)
+
+
+def test_every_input_row_gets_a_test_result(tmp_path):
+    rows = [{"output": o} for o in ["x", None, "", "ünïcödé", "{}"]] * 3
+    r = run(tmp_path, {"defaultTest": {"assert": [CONTAINS, {"type": "is-json"}]}}, rows,
+            batch_rows=4)
+    assert r.test_results.height == len(rows)
+    assert r.test_results["case_id"].to_list() == list(range(len(rows)))
+    assert r.assertion_results.height == 2 * len(rows)
+
+
+def test_batch_size_does_not_change_results(tmp_path):
+    rows = [{"output": f"answer {i} " + ("world" if i % 3 else "{}"), "p": f"{i % 5}"}
+            for i in range(50)]
+    suite = {"defaultTest": {"assert": [CONTAINS, {"type": "is-json"},
+                                        {"type": "regex", "value": "{{p}}"},
+                                        {"type": "levenshtein", "value": "answer 1 world"}]}}
+    small = run(tmp_path, suite, rows, batch_rows=7).assertion_results
+    large = run(tmp_path, suite, rows).assertion_results
+    assert small.equals(large)
+
+
+def test_tests_with_their_own_assertions_and_shared_ones(tmp_path):
+    suite = {"defaultTest": {"assert": [{"type": "contains", "value": "{{city}}"}]},
+             "tests": [{"description": "fr", "vars": {"city": "Paris"},
+                        "assert": [{"type": "starts-with", "value": "The"}]},
+                       {"description": "it", "vars": {"city": "Rome"}}]}
+    rows = [{"test_id": "fr", "output": "The capital is Paris"},
+            {"test_id": "it", "output": "The capital is Paris"},
+            {"test_id": "fr", "output": "Paris"}]
+    r = run(tmp_path, suite, rows)
+    assert r.test_results.sort("case_id")["status"].to_list() == ["pass", "fail", "fail"]
+    assert r.assertion_results.height == 2 + 1 + 2
+    assert r.cases.sort("case_id")["description"].to_list() == ["fr", "it", "fr"]

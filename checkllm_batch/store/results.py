@@ -16,11 +16,17 @@ from ..metrics.derived import derived_query
 from ..spec.model import Suite
 from .schema import migrate
 
+# Low-cardinality strings go to DuckDB dictionary-encoded: about twice as fast to insert.
+REPEATED = {"type", "metric", "status", "provider", "prompt", "test_id", "description",
+            "output_kind"}
 CASE_COLUMNS = ["case_id", "test_id", "test_index", "description", "provider", "prompt", "vars",
                 "output", "output_kind", "latency_ms", "cost"]
 RESULT_COLUMNS = ["case_id", "assertion_index", "type", "metric", "weight", "metric_only",
                   "status", "pass", "score", "reason"]
 TEST_COLUMNS = ["case_id", "status", "pass", "score", "reason"]
+
+
+MEMORY_LIMIT = "1GB"
 
 
 def connect(path: str | Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
@@ -31,6 +37,8 @@ def connect(path: str | Path, *, create: bool = True) -> duckdb.DuckDBPyConnecti
         con = duckdb.connect(str(path))
     except duckdb.Error as e:
         raise InputError(f"{path}: cannot open: {str(e).splitlines()[0]}") from None
+    # A bounded buffer: written blocks go to disk instead of piling up in memory.
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     migrate(con)
     return con
 
@@ -67,7 +75,9 @@ def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
     for table, frame, columns in (("cases", cases, CASE_COLUMNS),
                                   ("assertion_results", results, RESULT_COLUMNS),
                                   ("test_results", tests, TEST_COLUMNS)):
-        batch = frame.select(columns).to_arrow()  # noqa: F841  (read by DuckDB by name)
+        batch = frame.select(  # noqa: F841  (read by DuckDB by name)
+            pl.col(c).cast(pl.Categorical) if c in REPEATED else pl.col(c) for c in columns
+        ).to_arrow()
         con.execute(f"INSERT INTO {table} BY NAME SELECT $run AS run_id, * FROM batch",
                     {"run": run_id})
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from .charts import Svg, heatmap
+
 if TYPE_CHECKING:
     from .results import Results
 
@@ -41,12 +43,17 @@ class Classification:
         return accuracy.join(wide, on="provider", how="left", nulls_equal=True).select(
             columns).sort("provider", nulls_last=False)
 
+    @property
+    def providers(self) -> list[str | None]:
+        return self.confusion["provider"].unique().sort(nulls_last=False).to_list()
+
+    def _provider(self, provider: str | None) -> str | None:
+        return provider if provider is not None or not self.providers else self.providers[0]
+
     def matrix(self, provider: str | None = None) -> pl.DataFrame:
         """The confusion matrix of one provider (the first if none given): a row per actual
         label, a column per predicted label ('(none)' for a missing prediction)."""
-        providers = self.confusion["provider"].unique(maintain_order=True).sort(nulls_last=False)
-        chosen = provider if provider is not None else (providers[0] if len(providers) else None)
-        rows = self.confusion.filter(pl.col("provider").eq_missing(chosen))
+        rows = self.confusion.filter(pl.col("provider").eq_missing(self._provider(provider)))
         labels = sorted(set(rows["actual"].drop_nulls()) | set(rows["predicted"].drop_nulls()))
         rows = rows.with_columns(pl.col("predicted").fill_null("(none)"))
         columns = labels + (["(none)"] if "(none)" in rows["predicted"] else [])
@@ -57,6 +64,15 @@ class Classification:
             if c not in wide.columns:
                 wide = wide.with_columns(pl.lit(0, pl.Int64).alias(c))
         return wide.select("actual", *columns).fill_null(0)
+
+    def heatmap(self, provider: str | None = None) -> Svg:
+        """The confusion matrix of one provider as an SVG heat map."""
+        provider = self._provider(provider)
+        matrix = self.matrix(provider)
+        name = provider if provider is not None else "(no provider)"
+        return heatmap(matrix["actual"].to_list(), matrix.columns[1:],
+                       [list(r[1:]) for r in matrix.iter_rows()],
+                       title=f"Confusion matrix: {name}")
 
 
 def classification(results: Results, run_id: str, gold: str, predicted: str | None,

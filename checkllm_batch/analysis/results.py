@@ -10,6 +10,7 @@ import polars as pl
 from ..errors import InputError
 from ..store import results as store
 from ..store.views import catalog
+from .charts import Svg
 from .classify import Classification, classification
 from .compare import Comparison, compare
 
@@ -112,6 +113,21 @@ class Results:
     def compare(self, run_a: str, run_b: str) -> Comparison:
         """Cases that regressed or improved from run A to run B, and each metric's change."""
         return compare(self, self.run_id(run_a), self.run_id(run_b))
+
+    def pass_rate_chart(self, run: str | None = None) -> Svg:
+        """Test pass rate per provider (x prompt) as an inline SVG bar chart."""
+        from .report import pass_rate_chart
+
+        return pass_rate_chart(self.pass_rates(run))
+
+    def metric_chart(self, metric: str, run: str | None = None) -> Svg:
+        """One named or derived metric per provider (x prompt) as an SVG bar chart."""
+        from .report import metric_charts
+
+        rows = self.metrics(run).filter(pl.col("metric") == metric)
+        if rows.is_empty():
+            raise InputError(f"no metric {metric!r} in run {self.run_id(run)}")
+        return metric_charts(rows)[0]
 
     def export(self, directory: str | Path, run: str | None = None) -> list[Path]:
         """Write one Parquet file per table of the run into `directory`."""

@@ -101,8 +101,9 @@ _JUDGE_EMPTY = """
 _JUDGE_COMMENT = "judge calls, errors, tokens and cost per run x judge model"
 
 # Table macros: classification metrics from a gold-label var and a predicted label.
-# `predicted` is a JSON path into the output (e.g. '$.label'); NULL means the output itself.
-# Labels are trimmed and lower-cased unless `normalize := false`.
+# `predicted_path` is a JSON path into the output (e.g. '$.label'); NULL means the output itself
+# (an output that is not JSON then has no prediction).
+# Labels are trimmed and lower-cased unless `normalize_labels := false`.
 _LABELS = """
     SELECT run_id, case_id, provider, prompt,
            CASE WHEN normalize_labels THEN lower(trim(g)) ELSE g END AS actual,
@@ -110,7 +111,8 @@ _LABELS = """
     FROM (SELECT run_id, case_id, provider, prompt,
                  json_extract_string(vars, '$."' || gold_var || '"') AS g,
                  CASE WHEN predicted_path IS NULL THEN output
-                      ELSE json_extract_string(output, predicted_path) END AS p
+                      WHEN json_valid(output) THEN json_extract_string(output, predicted_path)
+                 END AS p
           FROM cases)
     WHERE g IS NOT NULL"""
 

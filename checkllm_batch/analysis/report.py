@@ -106,7 +106,10 @@ def _figures(charts: list[Svg], name: str) -> str:
 def render(results: Results, run_id: str) -> str:
     run = results.query("SELECT * FROM run_overview WHERE run_id = ?", [run_id]).row(0, named=True)
     rates = results.pass_rates(run_id)
-    failures = results.failures(run_id)
+    failures = results.query(
+        "SELECT * EXCLUDE (run_id) FROM failures WHERE run_id = ? ORDER BY provider NULLS FIRST, "
+        f"case_id, assertion_index LIMIT {MAX_FAILURES}", [run_id])
+    failed = results.query("SELECT COUNT(*) AS n FROM failures WHERE run_id = ?", [run_id])[0, 0]
     judge = results.judge_costs(run_id)
     metrics = results.metrics(run_id)
     sections = [
@@ -123,7 +126,7 @@ def render(results: Results, run_id: str) -> str:
         "<h2>Assertion types</h2>", _figures(type_charts(results.pass_rates(run_id, by="type")),
                                              "type"),
         "<h2>Score distributions</h2>", _figures(score_charts(results.scores(run_id)), "scores"),
-        f"<h2>Failures ({failures.height})</h2>", _failures(failures),
+        f"<h2>Failures ({failed})</h2>", _failures(failures, failed),
         "<h2>Judge cost</h2>", _judge(judge),
     ]
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -135,13 +138,13 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def _failures(failures: pl.DataFrame) -> str:
+def _failures(failures: pl.DataFrame, total: int) -> str:
     if failures.is_empty():
         return '<p class="note">no failed or errored assertions</p>'
-    shown = failures.head(MAX_FAILURES).select(
+    shown = failures.select(
         "case_id", "provider", "prompt", "test_id", "type", "metric", "status", "score",
         "reason", pl.col("output").str.slice(0, 300))
-    more = failures.height - shown.height
+    more = total - shown.height
     note = (f'<p class="note">{more} more rows: checkllm-batch sql "SELECT * FROM failures '
             f'WHERE run_id = ..."</p>' if more > 0 else "")
     return table(shown, {"reason": "reason", "output": "output"}) + note

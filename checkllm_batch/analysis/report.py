@@ -123,8 +123,8 @@ def render(results: Results, run_id: str) -> str:
         "<h2>Metrics per provider</h2>",
         table(results.metrics_wide(run_id)) if metrics.height else "",
         _figures(metric_charts(metrics), "metric"),
-        "<h2>Assertion types</h2>", _figures(type_charts(results.pass_rates(run_id, by="type")),
-                                             "type"),
+        "<h2>Assertion types</h2>", _figures(type_charts(results.pass_rates(run_id, by="type")
+                                                         .filter(~pl.col("metric_only"))), "type"),
         "<h2>Score distributions</h2>", _figures(score_charts(results.scores(run_id)), "scores"),
         f"<h2>Failures ({failed})</h2>", _failures(failures, failed),
         "<h2>Judge cost</h2>", _judge(judge),

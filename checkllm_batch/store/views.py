@@ -40,8 +40,9 @@ VIEWS: dict[str, tuple[str, str]] = {
         FROM cases c JOIN test_results t USING (run_id, case_id)
         GROUP BY ALL"""),
     "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type "
-                           "(errors and skips counted apart)"), """
-        SELECT c.run_id, c.provider, a.type, COUNT(*) AS results,
+                           "(metric-only counters apart; errors and skips counted apart)"), """
+        SELECT c.run_id, c.provider, a.type, COALESCE(a.metric_only, false) AS metric_only,
+               COUNT(*) AS results,
                COUNT(*) FILTER (a.status = 'pass') AS passed,
                COUNT(*) FILTER (a.status = 'fail') AS failed,
                COUNT(*) FILTER (a.status = 'error') AS errors,

@@ -88,7 +88,7 @@ def test_report_writes_a_self_contained_html_file(two_runs, tmp_path):
     html = path.read_text()
     assert "<script" not in html and "https://" not in html
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert html.count('<figure class="chart"') >= 1 + 7 + 2 + 2  # pass rate, metrics, types,
+    assert html.count('<figure class="chart"') >= 1 + 7 + 1 + 2  # pass rate, metrics, types,
     assert "Failures (5)" in html and "output is null" in html  # scores
     assert "no judge calls recorded" in html
 

@@ -180,3 +180,17 @@ def test_division_by_zero_is_null_not_an_error(labelled_run):
     row = report.filter(**{"class": "z"}).row(0, named=True)  # predicted, never gold
     assert row["recall"] is None and row["precision"] == 0.0
     assert not any(isinstance(v, float) and math.isnan(v) for v in row.values())
+
+
+@pytest.mark.parametrize("provider, assertion_type, metric_only, results, passed", [
+    ("gpt-good", "equals", False, 6, 6),     # the accuracy check
+    ("gpt-good", "equals", True, 6, 3),      # tp / fp counters: 3 true positives
+    ("gpt-bad", "not-equals", True, 3, 2),   # fn counter
+    ("local", "equals", False, 6, 4),
+])
+def test_pass_rates_by_type_keep_metric_only_counters_apart(
+        two_runs, provider, assertion_type, metric_only, results, passed):
+    db, run_a, _ = two_runs
+    row = Results(db).pass_rates(run_a, by="type").filter(
+        provider=provider, type=assertion_type, metric_only=metric_only).row(0, named=True)
+    assert (row["results"], row["passed"]) == (results, passed)

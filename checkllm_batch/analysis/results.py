@@ -36,9 +36,9 @@ class Results:
 
     def run_id(self, run: str | None = None) -> str:
         """`run` checked to exist (a unique prefix is enough), or the last run started."""
-        rows = self.con.execute(
+        rows = self.con.sql(
             "SELECT run_id FROM runs WHERE ? IS NULL OR starts_with(run_id, ?) "
-            "ORDER BY started_at DESC", [run, run]).fetchall()
+            "ORDER BY started_at DESC", params=[run, run]).fetchall()
         exact = [r[0] for r in rows if r[0] == run]
         if exact or (rows and (run is None or len(rows) == 1)):
             return exact[0] if exact else rows[0][0]

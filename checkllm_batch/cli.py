@@ -92,12 +92,12 @@ def sql(query: str | None, db: str, list_: bool) -> None:
         for name, kind, description in catalog(con):
             click.echo(f"{name:<24} {kind:<6} {description}")
         return
-    try:
+    try:  # errors can come when the query binds or while its rows are produced
         relation = con.sql(query)
+        if relation is not None:
+            relation.show(max_rows=100, max_width=200)
     except duckdb.Error as e:
         raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
-    if relation is not None:
-        relation.show(max_rows=100, max_width=200)
 
 
 def _print_metrics(run: api.Run) -> None:

@@ -113,6 +113,7 @@ BAD_INPUT = [  # (args, words in the one-line message); {db} is a real database
     (["export", "--db", "{db}", "--run", "", "-o", "{tmp}/x"], "matches 2 runs"),
     (["sql", "--db", "{db}", "SELECT * FROM no_such_view"], "query failed"),
     (["sql", "--db", "{db}", "SELECT FROM WHERE"], "query failed"),
+    (["sql", "--db", "{db}", "SELECT CAST(output AS INTEGER) FROM cases"], "query failed"),
     (["sql", "--db", "{text}", "--list"], "cannot open"),
     (["report", "--db", "{db}", "-o", "{tmp}/no/such/dir/r.html"], "cannot write"),
 ]

@@ -4,12 +4,15 @@
     suite = cb.load("suite.yaml")
     run = cb.evaluate(suite, "outputs.parquet", db="results.duckdb")
     run.test_results, run.named_metrics, run.derived_metrics   # Polars frames
+    res = cb.Results("results.duckdb")                         # questions, no SQL needed
+    res.pass_rates(), res.failures(), res.classification("label").summary
 """
 
 from . import assertions as _assertions  # noqa: F401  (registers every assertion type)
+from .analysis import Results
 from .api import Run, evaluate, get_run, open_results, write
 from .errors import CheckLLMError, ConfigError, InputError
 from .spec.parse import load_suite as load
 
-__all__ = ["CheckLLMError", "ConfigError", "InputError", "Run", "evaluate", "get_run", "load",
-           "open_results", "write"]
+__all__ = ["CheckLLMError", "ConfigError", "InputError", "Results", "Run", "evaluate", "get_run",
+           "load", "open_results", "write"]

@@ -1,4 +1,5 @@
-"""The `checkllm-batch` command: eval, metrics, sql. User errors print one line, exit 2."""
+"""The `checkllm-batch` command: eval, metrics, sql, compare, export, report. User errors
+print one line, exit 2."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import click
 import duckdb
 
 from . import api
+from .analysis.commands import compare_command, export_command, report_command
 from .errors import CheckLLMError
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
@@ -73,18 +75,29 @@ def metrics(db: str, run_id: str | None) -> None:
 
 
 @main.command()
-@click.argument("query")
+@click.argument("query", required=False)
 @click.option("--db", default="results.duckdb", show_default=True)
+@click.option("--list", "list_", is_flag=True,
+              help="List the tables, views and table macros, one line each.")
 @_user_errors
-def sql(query: str, db: str) -> None:
-    """Run a SQL QUERY on the results database and print the table."""
+def sql(query: str | None, db: str, list_: bool) -> None:
+    """Run a SQL QUERY on the results database and print the table.
+
+    Views such as pass_rates, failures and metric_summary, and macros such as
+    classification_report('label'), answer the common questions: see --list."""
     con = api.open_results(db)
-    try:
+    if list_ or query is None:
+        from .store.views import catalog
+
+        for name, kind, description in catalog(con):
+            click.echo(f"{name:<24} {kind:<6} {description}")
+        return
+    try:  # errors can come when the query binds or while its rows are produced
         relation = con.sql(query)
+        if relation is not None:
+            relation.show(max_rows=100, max_width=200)
     except duckdb.Error as e:
         raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
-    if relation is not None:
-        relation.show(max_rows=100, max_width=200)
 
 
 def _print_metrics(run: api.Run) -> None:
@@ -105,3 +118,7 @@ def _show(con: duckdb.DuckDBPyConnection, query: str, **frames) -> None:
     for name, frame in frames.items():
         local.register(name, frame.to_arrow())
     local.sql(query).show(max_rows=50, max_width=200)
+
+
+for _command in (compare_command, export_command, report_command):
+    main.add_command(_command)

@@ -2,13 +2,19 @@
 
 Public tables (columns may be added, never renamed): runs, cases, assertion_results,
 test_results, named_metrics, derived_metrics. `assertions` keeps each assertion's spec.
+A migration is SQL text or a function of the connection. Analysis views (store/views.py) are
+re-created after any migration is applied, so they always match the tables present.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import duckdb
 
-MIGRATIONS: list[tuple[str, str]] = [
+from .views import create_views
+
+MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] = [
     ("0001_initial", """
     CREATE TABLE runs (
         run_id VARCHAR PRIMARY KEY, started_at TIMESTAMP, finished_at TIMESTAMP,
@@ -34,6 +40,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     CREATE TABLE derived_metrics (
         run_id VARCHAR, provider VARCHAR, prompt VARCHAR, name VARCHAR, value DOUBLE);
     """),
+    ("0002_analysis_views", create_views),
 ]
 
 
@@ -42,9 +49,11 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
                 "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP DEFAULT current_timestamp)")
     done = {r[0] for r in con.sql("SELECT name FROM schema_migrations").fetchall()}
-    for name, ddl in MIGRATIONS:
-        if name not in done:
-            con.execute("BEGIN")
-            con.execute(ddl)
-            con.execute("INSERT INTO schema_migrations (name) VALUES (?)", [name])
-            con.execute("COMMIT")
+    pending = [(name, ddl) for name, ddl in MIGRATIONS if name not in done]
+    for name, ddl in pending:
+        con.execute("BEGIN")
+        ddl(con) if callable(ddl) else con.execute(ddl)
+        con.execute("INSERT INTO schema_migrations (name) VALUES (?)", [name])
+        con.execute("COMMIT")
+    if pending:
+        create_views(con)

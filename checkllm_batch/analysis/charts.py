@@ -1,0 +1,116 @@
+"""Small inline SVG charts generated in Python: no JavaScript, no CDN, no plotting library.
+
+Each function returns an `Svg` (a str that Jupyter displays as a picture and the HTML
+report inlines as is). Every bar is a `<rect class="bar">` with a `<title>` tooltip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+PALETTE = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2",
+           "#97bbf5", "#9c6b4e", "#9498a0")
+FONT = 'font-family="system-ui, sans-serif" font-size="12"'
+
+
+class Svg(str):
+    """An SVG document; `_repr_svg_` makes notebooks draw it."""
+
+    def _repr_svg_(self) -> str:
+        return str(self)
+
+
+def _fmt(value: float | None, percent: bool) -> str:
+    if value is None:
+        return "n/a"
+    return f"{100 * value:.1f}%" if percent else f"{value:.4g}"
+
+
+def bars(items: Sequence[tuple[str, float | None]], *, title: str = "",
+         percent: bool = False, max_value: float | None = None, width: int = 500) -> Svg:
+    """Horizontal bars, one per (label, value); a None value is drawn as 'n/a'."""
+    label_w, row_h, top = 180, 22, 28 if title else 8
+    values = [v for _, v in items if v is not None]
+    scale_max = max_value if max_value is not None else max([abs(v) for v in values] or [1])
+    scale_max = scale_max or 1
+    plot_w = width - label_w - 70
+    height = top + row_h * len(items) + 8
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="chart-svg" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="{escape(title)}" {FONT}>')]
+    if title:
+        parts.append(f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>')
+    for i, (label, value) in enumerate(items):
+        y = top + i * row_h
+        short = label if len(label) <= 28 else label[:27] + "…"
+        parts.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">'
+                     f'{escape(short)}</text>')
+        w = 0.0 if value is None else max(0.0, plot_w * min(abs(value) / scale_max, 1.0))
+        parts.append(f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="16" '
+                     f'fill="{PALETTE[i % len(PALETTE)]}"><title>{escape(label)}: '
+                     f'{_fmt(value, percent)}</title></rect>')
+        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 15}">{_fmt(value, percent)}</text>')
+    parts.append("</svg>")
+    return Svg("".join(parts))
+
+
+def histogram(counts: Sequence[tuple[float, int]], *, title: str = "", width: int = 360,
+              height: int = 160) -> Svg:
+    """Vertical bars for (bin_start, count) over [0, 1] in 10 bins."""
+    by_bin = {round(b * 10): n for b, n in counts}
+    top, bottom, left = 24 if title else 6, 20, 30
+    plot_h, plot_w = height - top - bottom, width - left - 8
+    peak = max(by_bin.values() or [1])
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="chart-svg" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="{escape(title)}" {FONT}>')]
+    if title:
+        parts.append(f'<text x="0" y="15" font-weight="bold">{escape(title)}</text>')
+    for i in range(10):
+        n = by_bin.get(i, 0)
+        h = plot_h * n / peak
+        x = left + i * plot_w / 10
+        parts.append(f'<rect class="bar" x="{x + 1:.1f}" y="{top + plot_h - h:.1f}" '
+                     f'width="{plot_w / 10 - 2:.1f}" height="{h:.1f}" fill="{PALETTE[0]}">'
+                     f'<title>{i / 10:.1f}–{(i + 1) / 10:.1f}: {n}</title></rect>')
+    parts.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
+                 f'y2="{top + plot_h}" stroke="#888"/>')
+    for tick in (0, 0.5, 1):
+        parts.append(f'<text x="{left + tick * plot_w:.1f}" y="{height - 5}" '
+                     f'text-anchor="middle">{tick:g}</text>')
+    parts.append(f'<text x="{left - 4}" y="{top + 10}" text-anchor="end">{peak}</text>')
+    parts.append("</svg>")
+    return Svg("".join(parts))
+
+
+def heatmap(rows: Sequence[str], columns: Sequence[str], values: Sequence[Sequence[int]], *,
+            title: str = "", cell: int = 44) -> Svg:
+    """A confusion-matrix heat map: rows are actual labels, columns predicted labels."""
+    left, top = 110, (40 if title else 22) + 18
+    width, height = left + cell * len(columns) + 8, top + cell * len(rows) + 26
+    peak = max([v for row in values for v in row] or [1]) or 1
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="chart-svg" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="{escape(title)}" {FONT}>')]
+    if title:
+        parts.append(f'<text x="0" y="15" font-weight="bold">{escape(title)}</text>')
+    parts.append(f'<text x="{left}" y="{top - 22}">predicted →</text>')
+    for j, name in enumerate(columns):
+        parts.append(f'<text x="{left + j * cell + cell / 2}" y="{top - 6}" '
+                     f'text-anchor="middle">{escape(name[:8])}</text>')
+    for i, name in enumerate(rows):
+        parts.append(f'<text x="{left - 6}" y="{top + i * cell + cell / 2 + 4}" '
+                     f'text-anchor="end">{escape(name[:16])}</text>')
+        for j, value in enumerate(values[i]):
+            shade = int(245 - 180 * value / peak)
+            fill = f"rgb({shade},{shade + 5 if shade < 250 else 250},255)"
+            ink = "#fff" if value / peak > 0.6 else "#222"
+            x, y = left + j * cell, top + i * cell
+            parts.append(f'<rect class="bar cell" x="{x}" y="{y}" width="{cell - 2}" '
+                         f'height="{cell - 2}" fill="{fill}"><title>actual {escape(name)}, '
+                         f'predicted {escape(columns[j])}: {value}</title></rect>')
+            parts.append(f'<text x="{x + cell / 2 - 1}" y="{y + cell / 2 + 4}" fill="{ink}" '
+                         f'text-anchor="middle">{value}</text>')
+    parts.append(f'<text x="0" y="{height - 6}">↓ actual</text></svg>')
+    return Svg("".join(parts))

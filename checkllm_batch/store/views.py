@@ -1,0 +1,235 @@
+"""Analysis views and table macros over the public tables, each with a one-line comment.
+
+Views are derived, not data: `create_views` re-creates them (CREATE OR REPLACE) whenever a
+migration is applied, so they always match the tables present — `judge_costs` reads the
+judge's `judge_calls` table once a migration has added it, and is empty (same columns) before.
+Comments are stored in the database; `checkllm-batch sql --list` prints them.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+TABLES = {
+    "runs": "one row per evaluation run: status, suite, outputs, config, case count",
+    "assertions": "each assertion's spec per run: test, index, type, metric, weight",
+    "cases": "one row per scored output: test, provider, prompt, vars (JSON), output, cost",
+    "assertion_results": "one row per case x assertion: status, pass, score, reason",
+    "test_results": "one row per case: test status, pass, weighted score, reason",
+    "named_metrics": "named-metric sums, weights and counts per run x provider x prompt",
+    "derived_metrics": "derivedMetrics values per run x provider x prompt",
+    "schema_migrations": "the schema migrations applied to this database",
+}
+
+_CASE = "c.run_id, c.case_id, c.provider, c.prompt, c.test_id, c.description"
+
+VIEWS: dict[str, tuple[str, str]] = {
+    "case_results": (("one row per case with its test verdict: provider, prompt, vars, output, "
+                     "status, score, reason"), f"""
+        SELECT {_CASE}, c.vars, c.output, t.status, t.pass, t.score, t.reason,
+               c.latency_ms, c.cost
+        FROM cases c JOIN test_results t USING (run_id, case_id)"""),
+    "pass_rates": (("test pass rate per run x provider x prompt, with fail/error counts and "
+                   "mean score"), """
+        SELECT c.run_id, c.provider, c.prompt, COUNT(*) AS cases,
+               COUNT(*) FILTER (t.status = 'pass') AS passed,
+               COUNT(*) FILTER (t.status = 'fail') AS failed,
+               COUNT(*) FILTER (t.status = 'error') AS errors,
+               COUNT(*) FILTER (t.status = 'pass') / COUNT(*) AS pass_rate,
+               AVG(t.score) AS mean_score
+        FROM cases c JOIN test_results t USING (run_id, case_id)
+        GROUP BY ALL"""),
+    "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type "
+                           "(metric-only counters apart; errors and skips counted apart)"), """
+        SELECT c.run_id, c.provider, a.type, COALESCE(a.metric_only, false) AS metric_only,
+               COUNT(*) AS results,
+               COUNT(*) FILTER (a.status = 'pass') AS passed,
+               COUNT(*) FILTER (a.status = 'fail') AS failed,
+               COUNT(*) FILTER (a.status = 'error') AS errors,
+               COUNT(*) FILTER (a.status = 'skipped') AS skipped,
+               COUNT(*) FILTER (a.status = 'pass')
+                 / NULLIF(COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')), 0) AS pass_rate,
+               AVG(a.score) AS mean_score
+        FROM cases c JOIN assertion_results a USING (run_id, case_id)
+        GROUP BY ALL"""),
+    "pass_rates_by_metric": ("assertion pass rate per run x provider x named metric", """
+        SELECT c.run_id, c.provider, a.metric, COUNT(*) AS results,
+               COUNT(*) FILTER (a.status = 'pass') AS passed,
+               COUNT(*) FILTER (a.status = 'fail') AS failed,
+               COUNT(*) FILTER (a.status = 'error') AS errors,
+               COUNT(*) FILTER (a.status = 'pass')
+                 / NULLIF(COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')), 0) AS pass_rate,
+               AVG(a.score) AS mean_score
+        FROM cases c JOIN assertion_results a USING (run_id, case_id)
+        WHERE a.metric IS NOT NULL
+        GROUP BY ALL"""),
+    "metric_summary": (("named metrics (mean = sum / weight) and derived metrics, one row per "
+                       "run x provider x prompt x metric"), """
+        SELECT run_id, provider, prompt, metric, 'named' AS kind,
+               sum / NULLIF(weight, 0) AS value, sum, weight, count
+        FROM named_metrics
+        UNION ALL BY NAME
+        SELECT run_id, provider, prompt, name AS metric, 'derived' AS kind, value
+        FROM derived_metrics"""),
+    "failures": (("every failed or errored assertion with its reason, case, provider and output "
+                 "(metric-only counters left out)"),
+                 f"""
+        SELECT {_CASE}, a.assertion_index, a.type, a.metric, a.status, a.score, a.reason,
+               c.vars, c.output
+        FROM cases c JOIN assertion_results a USING (run_id, case_id)
+        WHERE a.status IN ('fail', 'error') AND NOT COALESCE(a.metric_only, false)"""),
+    "score_distribution": (("histogram of assertion scores in [0, 1] (10 bins) per run x "
+                           "provider x type"), """
+        SELECT c.run_id, c.provider, a.type,
+               LEAST(FLOOR(a.score * 10), 9) / 10 AS bin_start,
+               LEAST(FLOOR(a.score * 10), 9) / 10 + 0.1 AS bin_end, COUNT(*) AS results
+        FROM cases c JOIN assertion_results a USING (run_id, case_id)
+        WHERE a.score BETWEEN 0 AND 1
+        GROUP BY ALL"""),
+    "run_overview": ("one row per run: when, status, cases, pass rate, providers", """
+        SELECT r.run_id, r.started_at, r.status, r.suite_path, r.outputs_path, r.cases,
+               p.passed, p.passed / NULLIF(p.total, 0) AS pass_rate, p.providers
+        FROM runs r LEFT JOIN (
+            SELECT run_id, COUNT(*) AS total, COUNT(*) FILTER (status = 'pass') AS passed,
+                   COUNT(DISTINCT provider) AS providers
+            FROM case_results GROUP BY run_id) p USING (run_id)"""),
+}
+
+_JUDGE_EMPTY = """
+    SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS model, 0::BIGINT AS calls,
+           0::BIGINT AS errors, NULL::DOUBLE AS cost, NULL::BIGINT AS tokens
+    WHERE false"""
+_JUDGE_COMMENT = "judge calls, errors, tokens and cost per run x judge model"
+
+# Table macros: classification metrics from a gold-label var and a predicted label.
+# `predicted_path` is a JSON path into the output (e.g. '$.label'); NULL means the output itself
+# (an output that is not JSON then has no prediction).
+# Labels are trimmed and lower-cased unless `normalize_labels := false`.
+_LABELS = """
+    SELECT run_id, case_id, provider, prompt,
+           CASE WHEN normalize_labels THEN lower(trim(g)) ELSE g END AS actual,
+           CASE WHEN normalize_labels THEN lower(trim(p)) ELSE p END AS predicted
+    FROM (SELECT run_id, case_id, provider, prompt,
+                 json_extract_string(vars, '$."' || gold_var || '"') AS g,
+                 CASE WHEN predicted_path IS NULL THEN output
+                      WHEN json_valid(output) THEN json_extract_string(output, predicted_path)
+                 END AS p
+          FROM cases)
+    WHERE g IS NOT NULL"""
+
+_LABEL_PARAMS = "gold_var, predicted_path := NULL, normalize_labels := true"
+
+MACROS: dict[str, tuple[str, str, str]] = {
+    "labels": (_LABEL_PARAMS,
+               ("labels('gold_var'): per case, the gold label (a var) and the predicted label "
+               "(output or a JSON path)"), _LABELS),
+    "confusion_matrix": (_LABEL_PARAMS,
+                         ("confusion_matrix('gold_var'): counts per run x provider x actual x "
+                         "predicted label"), """
+        SELECT run_id, provider, actual, predicted, COUNT(*) AS n
+        FROM labels(gold_var, predicted_path := predicted_path,
+                     normalize_labels := normalize_labels) GROUP BY ALL"""),
+    "classification_report": (
+        _LABEL_PARAMS,
+        ("classification_report('gold_var'): per class, plus macro and micro averages, precision "
+        "/ recall / F1 / support per run x provider"), """
+        WITH l AS (FROM labels(gold_var, predicted_path := predicted_path,
+                     normalize_labels := normalize_labels)),
+        classes AS (SELECT run_id, provider, actual AS class FROM l UNION
+                    SELECT run_id, provider, predicted FROM l WHERE predicted IS NOT NULL),
+        counts AS (
+            SELECT k.run_id, k.provider, k.class,
+                   COUNT(*) FILTER (l.actual = k.class AND l.predicted = k.class) AS tp,
+                   COUNT(*) FILTER (l.actual <> k.class AND l.predicted = k.class) AS fp,
+                   COUNT(*) FILTER (l.actual = k.class AND l.predicted IS DISTINCT FROM k.class)
+                     AS fn,
+                   COUNT(*) FILTER (l.actual = k.class) AS support
+            FROM classes k JOIN l ON l.run_id = k.run_id
+                 AND l.provider IS NOT DISTINCT FROM k.provider
+            GROUP BY ALL),
+        per_class AS (
+            SELECT run_id, provider, class, tp, fp, fn, support,
+                   tp / NULLIF(tp + fp, 0) AS precision, tp / NULLIF(tp + fn, 0) AS recall,
+                   2 * tp / NULLIF(2 * tp + fp + fn, 0) AS f1
+            FROM counts)
+        SELECT run_id, provider, class, tp, fp, fn, support, precision, recall, f1
+        FROM per_class
+        UNION ALL
+        SELECT run_id, provider, 'macro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
+               SUM(support)::BIGINT,
+               AVG(COALESCE(precision, 0)), AVG(COALESCE(recall, 0)), AVG(COALESCE(f1, 0))
+        FROM per_class GROUP BY ALL
+        UNION ALL
+        SELECT run_id, provider, 'micro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
+               SUM(support)::BIGINT,
+               SUM(tp) / NULLIF(SUM(tp) + SUM(fp), 0), SUM(tp) / NULLIF(SUM(tp) + SUM(fn), 0),
+               2 * SUM(tp) / NULLIF(2 * SUM(tp) + SUM(fp) + SUM(fn), 0)
+        FROM per_class GROUP BY ALL"""),
+    "fscore": ("tp_metric, fp_metric, fn_metric",
+               ("fscore('tp', 'fp', 'fn'): precision, recall and F1 from the F-score recipe's "
+               "counter metrics, per run x provider x prompt"), """
+        SELECT *, n.tp / NULLIF(n.tp + n.fp, 0) AS precision,
+               n.tp / NULLIF(n.tp + n.fn, 0) AS recall,
+               2 * n.tp / NULLIF(2 * n.tp + n.fp + n.fn, 0) AS f1
+        FROM (SELECT run_id, provider, prompt,
+                     COALESCE(SUM(sum) FILTER (metric = tp_metric), 0) AS tp,
+                     COALESCE(SUM(sum) FILTER (metric = fp_metric), 0) AS fp,
+                     COALESCE(SUM(sum) FILTER (metric = fn_metric), 0) AS fn
+              FROM named_metrics GROUP BY ALL) n"""),
+}
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def judge_costs_sql(con: duckdb.DuckDBPyConnection) -> str:
+    """The judge_costs query for the judge_calls columns present (none: an empty view)."""
+    columns = {r[0] for r in con.sql(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'judge_calls'"
+        " AND table_schema = current_schema()").fetchall()}
+    if "run_id" not in columns:
+        return _JUDGE_EMPTY
+    model = "model" if "model" in columns else "NULL::VARCHAR"
+    errors = ("COUNT(*) FILTER (status NOT IN ('ok', 'success', 'pass', 'cached'))"
+              if "status" in columns else "0::BIGINT")
+    cost = "SUM(cost)::DOUBLE" if "cost" in columns else "NULL::DOUBLE"
+    token_columns = sorted(c for c in columns if c == "tokens" or c.endswith("_tokens"))
+    if "tokens" in token_columns:
+        token_columns = ["tokens"]
+    tokens = (f"SUM({' + '.join(f'COALESCE({c}, 0)' for c in token_columns)})::BIGINT"
+              if token_columns else "NULL::BIGINT")
+    return (f"SELECT run_id, {model} AS model, COUNT(*) AS calls, {errors} AS errors, "
+            f"{cost} AS cost, {tokens} AS tokens FROM judge_calls GROUP BY ALL")
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re-)create every analysis view and macro, with its comment."""
+    for name, comment in TABLES.items():
+        if con.sql("SELECT 1 FROM duckdb_tables() WHERE table_name = ? "
+                   "AND schema_name = current_schema()", params=[name]).fetchall():
+            con.execute(f"COMMENT ON TABLE {name} IS {_sql_string(comment)}")
+    for name, (comment, query) in VIEWS.items():
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
+        con.execute(f"COMMENT ON VIEW {name} IS {_sql_string(comment)}")
+    con.execute(f"CREATE OR REPLACE VIEW judge_costs AS {judge_costs_sql(con)}")
+    con.execute(f"COMMENT ON VIEW judge_costs IS {_sql_string(_JUDGE_COMMENT)}")
+    for name, (params, comment, query) in MACROS.items():
+        con.execute(f"CREATE OR REPLACE MACRO {name}({params}) AS TABLE {query}")
+        con.execute(f"COMMENT ON MACRO TABLE {name} IS {_sql_string(comment)}")
+
+
+def catalog(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
+    """(name, kind, description) of every public table, view and table macro."""
+    return con.sql("""
+        SELECT table_name, 'table', COALESCE(comment, '') FROM duckdb_tables()
+        WHERE schema_name = current_schema() AND database_name = current_database()
+        UNION ALL
+        SELECT view_name, 'view', COALESCE(comment, '') FROM duckdb_views()
+        WHERE NOT internal AND schema_name = current_schema()
+              AND database_name = current_database()
+        UNION ALL
+        SELECT DISTINCT function_name, 'macro', COALESCE(comment, '') FROM duckdb_functions()
+        WHERE function_type = 'table_macro' AND schema_name = current_schema()
+              AND database_name = current_database() AND NOT internal
+        ORDER BY 2, 1""").fetchall()

@@ -1,0 +1,1 @@
+"""Tests of the analysis layer: views, macros, compare, export, report, notebooks."""

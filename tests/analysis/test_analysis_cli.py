@@ -1,0 +1,132 @@
+"""The analysis commands: compare, export, report, sql --list; bad input exits 2 in one line."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+import checkllm_batch as cb
+from checkllm_batch.analysis import Results
+from checkllm_batch.cli import main
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_compare_lists_regressed_and_improved_cases_and_exits_1(two_runs):
+    db, run_a, run_b = two_runs
+    result = invoke("compare", "--db", db, run_a, run_b)
+    assert result.exit_code == 1, result.output
+    assert "1 regressed, 2 improved, 15 unchanged, 0 added, 0 removed" in result.output
+    assert "Expected output to equal \"spam\"" in result.output  # the regression's reason
+    assert "pass_rate" in result.output and "f1" in result.output
+
+
+def test_compare_exits_0_when_nothing_regressed(two_runs):
+    db, run_a, run_b = two_runs
+    result = invoke("compare", "--db", db, run_b, run_a)  # the other way: 2 regress
+    assert result.exit_code == 1
+    same = invoke("compare", "--db", db, run_a, run_a)
+    assert same.exit_code == 0 and "0 regressed, 0 improved, 18 unchanged" in same.output
+
+
+def test_compare_by_case_identity_not_row_order(tmp_path):
+    """Rows reordered and one provider dropped: cases still line up; dropped ones are
+    'removed', not regressions; a repeated key is matched by its order of occurrence."""
+    suite = tmp_path / "s.yaml"
+    suite.write_text('defaultTest:\n  assert:\n    - type: equals\n      value: "{{label}}"\n')
+    a = pl.DataFrame({"provider": ["p", "p", "p", "q", None],
+                      "label": ["x", "x", "ü", "x", "x"],
+                      "output": ["x", "no", "ü", "x", "x"]})
+    b = pl.DataFrame({"provider": ["p", None, "p", "p"], "label": ["ü", "x", "x", "x"],
+                      "output": ["ü", "x", "x", "x"]})
+    db = tmp_path / "r.duckdb"
+    run_a = cb.evaluate(suite, a, db=db).run_id
+    run_b = cb.evaluate(suite, b, db=db).run_id
+    comparison = Results(db).compare(run_a, run_b)
+    assert comparison.counts() == {"regressed": 0, "improved": 1, "unchanged": 3, "added": 0,
+                                   "removed": 1}
+    assert comparison.improved["occurrence"].to_list() == [2]
+    assert invoke("compare", "--db", db, run_a, run_b).exit_code == 0
+
+
+def test_export_writes_one_parquet_file_per_table_with_the_run_only(two_runs, tmp_path):
+    db, run_a, _ = two_runs
+    result = invoke("export", "--db", db, "--run", run_a, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    cases = pl.read_parquet(tmp_path / "out" / "cases.parquet")
+    assert cases.height == 18 and set(cases["run_id"]) == {run_a}
+    results = pl.read_parquet(tmp_path / "out" / "assertion_results.parquet")
+    assert results.height == Results(db).results(run_a).height
+    assert (tmp_path / "out" / "derived_metrics.parquet").exists()
+
+
+def test_sql_list_names_views_with_descriptions(two_runs):
+    db, *_ = two_runs
+    result = invoke("sql", "--db", db, "--list")
+    assert result.exit_code == 0
+    lines = {line.split()[0]: line for line in result.output.splitlines()}
+    for name in ("pass_rates", "failures", "metric_summary", "judge_costs",
+                 "score_distribution", "classification_report", "confusion_matrix", "fscore"):
+        assert len(lines[name].split()) > 3, lines[name]
+
+
+def test_sql_macro_from_the_command_line(two_runs):
+    db, *_ = two_runs
+    result = invoke("sql", "--db", db, "SELECT class, f1 FROM classification_report('label') "
+                    "WHERE provider = 'gpt-good' AND class = 'micro avg'")
+    assert result.exit_code == 0 and "micro avg" in result.output
+
+
+def test_report_writes_a_self_contained_html_file(two_runs, tmp_path):
+    db, run_a, _ = two_runs
+    path = tmp_path / "report.html"
+    result = invoke("report", "--db", db, "--run", run_a, "-o", path)
+    assert result.exit_code == 0, result.output
+    html = path.read_text()
+    assert "<script" not in html and "https://" not in html
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert html.count('<figure class="chart"') >= 1 + 7 + 1 + 2  # pass rate, metrics, types,
+    assert "Failures (5)" in html and "output is null" in html  # scores
+    assert "no judge calls recorded" in html
+
+
+def test_report_escapes_outputs(tmp_path):
+    suite = tmp_path / "s.yaml"
+    suite.write_text("defaultTest:\n  assert:\n    - type: contains\n      value: ok\n")
+    db = tmp_path / "r.duckdb"
+    cb.evaluate(suite, pl.DataFrame({"output": ["<img src=x onerror=alert(1)>", "ok", "", None]}),
+                db=db)
+    html = Results(db).report(tmp_path / "r.html").read_text()
+    assert "<img" not in html and "&lt;img src=x" in html
+
+
+BAD_INPUT = [  # (args, words in the one-line message); {db} is a real database
+    (["sql", "--db", "{missing}", "--list"], "not found"),
+    (["compare", "--db", "{missing}", "a", "b"], "not found"),
+    (["report", "--db", "{missing}"], "not found"),
+    (["export", "--db", "{missing}", "-o", "{tmp}/x"], "not found"),
+    (["compare", "--db", "{db}", "{run}", "no-such-run"], "no run 'no-such-run'"),
+    (["report", "--db", "{db}", "--run", "nöpe", "-o", "{tmp}/r.html"], "no run 'nöpe'"),
+    (["export", "--db", "{db}", "--run", "", "-o", "{tmp}/x"], "matches 2 runs"),
+    (["sql", "--db", "{db}", "SELECT * FROM no_such_view"], "query failed"),
+    (["sql", "--db", "{db}", "SELECT FROM WHERE"], "query failed"),
+    (["sql", "--db", "{db}", "SELECT CAST(output AS INTEGER) FROM cases"], "query failed"),
+    (["sql", "--db", "{text}", "--list"], "cannot open"),
+    (["report", "--db", "{db}", "-o", "{tmp}/no/such/dir/r.html"], "cannot write"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUT)
+def test_bad_input_is_one_line_and_exit_2(two_runs, tmp_path, args, message):
+    db, run_a, _ = two_runs
+    text = tmp_path / "not-a-db.duckdb"
+    text.write_text("hello")
+    values = {"db": db, "run": run_a, "missing": tmp_path / "missing.duckdb", "tmp": tmp_path,
+              "text": text}
+    result = invoke(*(a.format(**values) for a in args))
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output

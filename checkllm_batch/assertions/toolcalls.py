@@ -1,0 +1,183 @@
+"""Checks on the `tool_calls` column (OpenAI shape: [{id, type, function: {name, arguments}}]).
+
+These come from PromptKit's tool checks (tools_called, tool_args, ...). A case's tool calls
+are parsed once per distinct `tool_calls` value. A case without the column at all is an
+`error` ("no tool_calls recorded"); a null value in an existing column means no calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import orjson
+import polars as pl
+
+from .distinct import Outcome, over_distinct
+from .registry import Ctx, Kind, Value, Verdict, assertion
+from .text import split_items
+
+Call = tuple[str, Any, Any]  # (name, parsed arguments, error or None)
+
+
+def parse_calls(text: str) -> list[Call]:
+    """The calls as (name, arguments, error); arguments given as JSON text are parsed."""
+    calls = orjson.loads(text)
+    if isinstance(calls, dict):
+        calls = calls.get("tool_calls", [calls])
+    if not isinstance(calls, list):
+        raise ValueError("tool_calls is not a list")
+    out = []
+    for call in calls:
+        if not isinstance(call, dict):
+            raise ValueError(f"a tool call is not an object: {str(call)[:80]}")
+        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        args = fn.get("arguments", fn.get("args"))
+        if isinstance(args, str):
+            try:
+                args = orjson.loads(args) if args.strip() else {}
+            except orjson.JSONDecodeError:
+                pass  # kept as text: only an exact expected_args comparison can fail on it
+        out.append((str(fn.get("name")), args, call.get("error") or fn.get("error")))
+    return out
+
+
+def _over_calls(check: Callable[[list[Call]], Outcome]) -> pl.Expr:
+    def run(text: str | None) -> Outcome:
+        if text is None:
+            return None, "no tool_calls recorded for this case (add a `tool_calls` column)"
+        try:
+            calls = parse_calls(text)
+        except (orjson.JSONDecodeError, ValueError) as e:
+            return None, f"tool_calls is not valid: {e}"
+        return check(calls)
+
+    return over_distinct(pl.col("tool_calls"), run)
+
+
+def _verdict(check: Callable[[list[Call]], Outcome], expect: str) -> Verdict:
+    result = _over_calls(check)
+    return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
+
+
+def _names(value: Any, spec: Any) -> list[str]:
+    names = split_items(value) if value is not None else []
+    if not names:
+        raise ValueError("value must list at least one tool name")
+    return names
+
+
+def _called(calls: list[Call]) -> str:
+    return "called: " + (", ".join(c[0] for c in calls) or "no tools")
+
+
+TOOL = dict(kind=Kind.DISTINCT, needs_text=False, literal_value=True)
+
+
+@assertion("tools-called", prepare=_names, **TOOL)
+def tools_called(ctx: Ctx) -> Verdict:
+    """Every listed tool was called at least once."""
+    wanted: list[str] = ctx.prepared
+    return _verdict(lambda calls: (set(wanted) <= {c[0] for c in calls}, _called(calls)),
+                    f"call the tools {', '.join(wanted)}")
+
+
+@assertion("tools-not-called", prepare=_names, **TOOL)
+def tools_not_called(ctx: Ctx) -> Verdict:
+    """None of the listed tools was called."""
+    banned: list[str] = ctx.prepared
+    return _verdict(lambda calls: (not set(banned) & {c[0] for c in calls}, _called(calls)),
+                    f"call none of the tools {', '.join(banned)}")
+
+
+@assertion("tool-call-sequence", prepare=_names, **TOOL)
+def tool_call_sequence(ctx: Ctx) -> Verdict:
+    """The listed tools were called in this order (other calls may come in between)."""
+    sequence: list[str] = ctx.prepared
+
+    def check(calls: list[Call]) -> Outcome:
+        names = iter(c[0] for c in calls)
+        return all(step in names for step in sequence), _called(calls)
+
+    return _verdict(check, f"call the tools in order {' -> '.join(sequence)}")
+
+
+def _args_spec(value: Any, spec: Any) -> tuple[str, dict]:
+    name, expected = spec.args.get("tool_name"), spec.args.get("expected_args")
+    if not isinstance(name, str) or not name:
+        raise ValueError("tool-args needs `tool_name`")
+    if not isinstance(expected, dict):
+        raise ValueError("tool-args needs `expected_args`, a mapping")
+    return name, expected
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) \
+            and not isinstance(a, bool) and not isinstance(b, bool):
+        return float(a) == float(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@assertion("tool-args", value=Value.NONE, fields=("tool_name", "expected_args"),
+           required=("tool_name", "expected_args"), prepare=_args_spec, **TOOL)
+def tool_args(ctx: Ctx) -> Verdict:
+    """Some call of `tool_name` has every key of `expected_args` with that value."""
+    name, expected = _args_spec(None, ctx.spec)
+
+    def check(calls: list[Call]) -> Outcome:
+        args = [c[1] for c in calls if c[0] == name]
+        if not args:
+            return False, f"{name} was not called"
+        ok = any(isinstance(a, dict) and all(k in a and _same(a[k], v) for k, v in expected.items())
+                 for a in args)
+        return ok, None if ok else "arguments: " + "; ".join(
+            orjson.dumps(a).decode() if not isinstance(a, str) else a for a in args)[:300]
+
+    return _verdict(check, f"call {name} with {orjson.dumps(expected).decode()}")
+
+
+def _count_spec(value: Any, spec: Any) -> tuple[str | None, int | None, int | None]:
+    tool, lo, hi = spec.args.get("tool"), spec.args.get("min"), spec.args.get("max")
+    for bound in (lo, hi):
+        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool) or bound < 0):
+            raise ValueError(f"min and max must be integers >= 0, got {bound!r}")
+    if lo is None and hi is None:
+        raise ValueError("tool-call-count needs `min` or `max`")
+    return tool, lo, hi
+
+
+@assertion("tool-call-count", value=Value.NONE, fields=("tool", "min", "max"),
+           prepare=_count_spec, **TOOL)
+def tool_call_count(ctx: Ctx) -> Verdict:
+    """The number of calls (of `tool`, or of all tools) is within [min, max]."""
+    tool, lo, hi = _count_spec(None, ctx.spec)
+
+    def check(calls: list[Call]) -> Outcome:
+        n = sum(1 for c in calls if tool is None or c[0] == tool)
+        return (lo is None or n >= lo) and (hi is None or n <= hi), f"{n} calls"
+
+    bounds = " and ".join(s for s in (lo is not None and f"at least {lo}",
+                                      hi is not None and f"at most {hi}") if s)
+    return _verdict(check, f"make {bounds} calls" + (f" of {tool}" if tool else ""))
+
+
+def _tools_filter(value: Any, spec: Any) -> list[str] | None:
+    tools = spec.args.get("tools")
+    return None if tools is None else split_items(tools)
+
+
+@assertion("no-tool-errors", value=Value.NONE, fields=("tools",), prepare=_tools_filter, **TOOL)
+def no_tool_errors(ctx: Ctx) -> Verdict:
+    """No tool call (of `tools`, if given) carries an `error` field."""
+    tools = _tools_filter(None, ctx.spec)
+
+    def check(calls: list[Call]) -> Outcome:
+        bad = [c for c in calls if c[2] and (tools is None or c[0] in tools)]
+        return not bad, "; ".join(f"{c[0]}: {c[2]}" for c in bad) or None
+
+    result = _over_calls(check)
+    return Verdict(result.struct.field("ok"), "have no tool errors",
+                   detail=result.struct.field("detail"))

@@ -78,7 +78,8 @@ def _csv_test(index: int, row: dict[str, str], path: Path) -> dict:
             if cell.strip():
                 asserts.append(assertion_from_string(cell.strip()))
         elif column == "__description":
-            test["description"] = cell
+            if cell:  # an empty cell keeps the default "Row #N"
+                test["description"] = cell
         elif column in ("__providerOutput", "__output"):
             test["providerOutput"] = cell
         elif column == "__threshold":

@@ -7,34 +7,12 @@ and are joined back to the rows, so repeated outputs cost nothing.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 import polars as pl
 
 Outcome = tuple[bool | None, str | None]  # (passed, detail); passed None means error
 OUTCOME = pl.Struct({"ok": pl.Boolean, "detail": pl.String})
-
-
-def once_per_batch(fn: Callable[[pl.Series], pl.Series]) -> Callable[[pl.Series], pl.Series]:
-    """`fn`, computed once for repeated calls on equal input.
-
-    A verdict reads several fields of one `map_batches` struct (pass, score, detail) and the
-    engine builds status and reason from them: Polars does not share UDF subexpressions, so
-    without this the same batch would be checked about ten times (and user code, webhooks,
-    called ten times)."""
-    lock = threading.Lock()
-    last: list[pl.Series] = []
-
-    def run(values: pl.Series) -> pl.Series:
-        with lock:
-            if last and last[0].len() == values.len() and last[0].equals(values, null_equal=True):
-                return last[1]
-            out = fn(values)
-            last[:] = [values, out]
-            return out
-
-    return run
 
 
 def over_distinct(expr: pl.Expr, check: Callable[[Any], Outcome]) -> pl.Expr:
@@ -55,4 +33,4 @@ def over_distinct(expr: pl.Expr, check: Callable[[Any], Outcome]) -> pl.Expr:
         joined = hashes.to_frame("h").join(table, on="h", how="left", maintain_order="left")
         return joined.select(pl.struct("ok", "detail")).to_series()
 
-    return expr.map_batches(once_per_batch(run), return_dtype=OUTCOME)
+    return expr.map_batches(run, return_dtype=OUTCOME)

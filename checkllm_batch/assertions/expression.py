@@ -16,7 +16,6 @@ import duckdb
 import polars as pl
 
 from . import caseframe
-from .distinct import once_per_batch
 from .registry import Ctx, Verdict, assertion
 
 ENGINES = ("duckdb", "polars")
@@ -76,8 +75,8 @@ def expression(ctx: Ctx) -> Verdict:
     """A DuckDB SQL (or Polars SQL) expression over the case's columns, run per batch."""
     engine: str = ctx.prepared
     source: str = ctx.literal
-    result = caseframe.all_columns().map_batches(
-        once_per_batch(lambda rows: _run(engine, source, rows)), return_dtype=pl.Struct(RESULT))
+    result = ctx.once(caseframe.all_columns().map_batches(
+        lambda rows: _run(engine, source, rows), return_dtype=pl.Struct(RESULT)))
     r, is_bool = result.struct.field("r"), result.struct.field("is_bool")
     threshold = ctx.threshold
     by_score = (r > 0) if threshold is None else (r >= threshold)

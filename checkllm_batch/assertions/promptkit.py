@@ -182,6 +182,6 @@ def _same(a: Any, b: Any) -> bool:
            prepare=_compile_path)
 def json_path(ctx: Ctx) -> Verdict:
     """A JMESPath expression over the JSON output gives the expected value / items / range."""
-    result = over_distinct(ctx.output, _json_path_check(ctx.prepared, ctx.spec))
+    result = ctx.once(over_distinct(ctx.output, _json_path_check(ctx.prepared, ctx.spec)))
     return Verdict(result.struct.field("ok"), f"have JSON where {ctx.literal} checks out",
                    detail=result.struct.field("detail"))

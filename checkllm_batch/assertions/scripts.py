@@ -22,7 +22,6 @@ import orjson
 import polars as pl
 
 from . import caseframe
-from .distinct import once_per_batch
 from .registry import Ctx, Kind, Verdict, assertion
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String}
@@ -193,7 +192,6 @@ def python(ctx: Ctx) -> Verdict:
         return caseframe.over_keys(
             rows, lambda uniq: _call_rows(script, ctx.threshold, config, uniq), RESULT)
 
-    result = caseframe.all_columns().map_batches(once_per_batch(run),
-                                                  return_dtype=pl.Struct(RESULT))
+    result = ctx.once(caseframe.all_columns().map_batches(run, return_dtype=pl.Struct(RESULT)))
     return Verdict(result.struct.field("ok"), f"pass the python check ({script.source})",
                    score=result.struct.field("score"), detail=result.struct.field("detail"))

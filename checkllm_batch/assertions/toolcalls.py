@@ -54,8 +54,8 @@ def _over_calls(check: Callable[[list[Call]], Outcome]) -> pl.Expr:
     return over_distinct(pl.col("tool_calls"), run)
 
 
-def _verdict(check: Callable[[list[Call]], Outcome], expect: str) -> Verdict:
-    result = _over_calls(check)
+def _verdict(ctx: Ctx, check: Callable[[list[Call]], Outcome], expect: str) -> Verdict:
+    result = ctx.once(_over_calls(check))
     return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
 
 
@@ -77,7 +77,7 @@ TOOL = dict(kind=Kind.DISTINCT, needs_text=False, literal_value=True)
 def tools_called(ctx: Ctx) -> Verdict:
     """Every listed tool was called at least once."""
     wanted: list[str] = ctx.prepared
-    return _verdict(lambda calls: (set(wanted) <= {c[0] for c in calls}, _called(calls)),
+    return _verdict(ctx, lambda calls: (set(wanted) <= {c[0] for c in calls}, _called(calls)),
                     f"call the tools {', '.join(wanted)}")
 
 
@@ -85,7 +85,7 @@ def tools_called(ctx: Ctx) -> Verdict:
 def tools_not_called(ctx: Ctx) -> Verdict:
     """None of the listed tools was called."""
     banned: list[str] = ctx.prepared
-    return _verdict(lambda calls: (not set(banned) & {c[0] for c in calls}, _called(calls)),
+    return _verdict(ctx, lambda calls: (not set(banned) & {c[0] for c in calls}, _called(calls)),
                     f"call none of the tools {', '.join(banned)}")
 
 
@@ -98,7 +98,7 @@ def tool_call_sequence(ctx: Ctx) -> Verdict:
         names = iter(c[0] for c in calls)
         return all(step in names for step in sequence), _called(calls)
 
-    return _verdict(check, f"call the tools in order {' -> '.join(sequence)}")
+    return _verdict(ctx, check, f"call the tools in order {' -> '.join(sequence)}")
 
 
 def _args_spec(value: Any, spec: Any) -> tuple[str, dict]:
@@ -136,7 +136,7 @@ def tool_args(ctx: Ctx) -> Verdict:
         return ok, None if ok else "arguments: " + "; ".join(
             orjson.dumps(a).decode() if not isinstance(a, str) else a for a in args)[:300]
 
-    return _verdict(check, f"call {name} with {orjson.dumps(expected).decode()}")
+    return _verdict(ctx, check, f"call {name} with {orjson.dumps(expected).decode()}")
 
 
 def _count_spec(value: Any, spec: Any) -> tuple[str | None, int | None, int | None]:
@@ -161,7 +161,7 @@ def tool_call_count(ctx: Ctx) -> Verdict:
 
     bounds = " and ".join(s for s in (lo is not None and f"at least {lo}",
                                       hi is not None and f"at most {hi}") if s)
-    return _verdict(check, f"make {bounds} calls" + (f" of {tool}" if tool else ""))
+    return _verdict(ctx, check, f"make {bounds} calls" + (f" of {tool}" if tool else ""))
 
 
 def _tools_filter(value: Any, spec: Any) -> list[str] | None:
@@ -178,6 +178,6 @@ def no_tool_errors(ctx: Ctx) -> Verdict:
         bad = [c for c in calls if c[2] and (tools is None or c[0] in tools)]
         return not bad, "; ".join(f"{c[0]}: {c[2]}" for c in bad) or None
 
-    result = _over_calls(check)
+    result = ctx.once(_over_calls(check))
     return Verdict(result.struct.field("ok"), "have no tool errors",
                    detail=result.struct.field("detail"))

@@ -20,7 +20,6 @@ import polars as pl
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from . import caseframe
-from .distinct import once_per_batch
 from .registry import Ctx, Kind, Verdict, assertion
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String}
@@ -90,8 +89,8 @@ def _run(cfg: dict[str, Any], rows: list[dict]) -> dict[str, list]:
 def webhook(ctx: Ctx) -> Verdict:
     """A web service decides: POST {output, context}, read {pass, score, reason}."""
     cfg: dict[str, Any] = ctx.prepared
-    result = caseframe.all_columns().map_batches(
-        once_per_batch(lambda rows: caseframe.over_keys(rows, lambda uniq: _run(cfg, uniq), RESULT)),
-        return_dtype=pl.Struct(RESULT))
+    result = ctx.once(caseframe.all_columns().map_batches(
+        lambda rows: caseframe.over_keys(rows, lambda uniq: _run(cfg, uniq), RESULT),
+        return_dtype=pl.Struct(RESULT)))
     return Verdict(result.struct.field("ok"), f"pass the webhook {cfg['url']}",
                    score=result.struct.field("score"), detail=result.struct.field("detail"))

@@ -228,3 +228,10 @@ def test_invalid_tool_calls_is_an_error(tmp_path):
     [r] = results(tmp_path, {"type": "tools-called", "value": ["f"]},
                   [{"output": "x", "tool_calls": "not json"}])
     assert r["status"] == "error" and "tool_calls is not valid" in r["reason"]
+
+
+def test_latency_budget(tmp_path):
+    rows = [{"output": "x", "latency_ms": 300}, {"output": "x", "latency_ms": 900},
+            {"output": "x", "latency_ms": None}]
+    got = results(tmp_path, {"type": "latency_budget", "params": {"max_ms": 500}}, rows)
+    assert [r["status"] for r in got] == ["pass", "fail", "error"]

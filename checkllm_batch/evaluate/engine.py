@@ -79,7 +79,9 @@ def compile_assertion(p: Planned, value) -> Compiled:
     """The type's verdict, plus what every type shares: negation, non-text outputs, reasons."""
     spec, atype = p.spec, p.atype
     literal = value if not template.is_template(value) else None
-    prepared = atype.prepare(literal, spec) if atype.prepare and literal is not None else None
+    # as at parse time: a value-less type (latency with only a threshold) is prepared too
+    prepared = atype.prepare(literal, spec) if atype.prepare and not template.is_template(value) \
+        else None
     ctx = Ctx(spec=spec, value=template.to_expr(value), literal=literal,
               threshold=spec.threshold if spec.threshold is not None else atype.default_threshold,
               prepared=prepared, key=p.key)

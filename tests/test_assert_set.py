@@ -93,3 +93,18 @@ PARSE_ERRORS = [
 @pytest.mark.parametrize("assertion,message", PARSE_ERRORS)
 def test_parse_errors(tmp_path, assertion, message):
     assert message in parse_problems(tmp_path, {"tests": [{"assert": [assertion]}]})
+
+
+def test_three_sets_as_promptfoo_0_123_1_scores_them(tmp_path):
+    """Checked with promptfoo 0.123.1 offline: set scores 1/3 (pass), 1/3 (fail), 0 (pass
+    with threshold 0); test score 2/9, test fails."""
+    asserts = [{"type": "assert-set", "threshold": 0.2, "assert": EXAMPLE},
+               {"type": "assert-set", "assert": EXAMPLE},
+               {"type": "assert-set", "threshold": 0,
+                "assert": [{"type": "equals", "value": "Hello world"}]}]
+    r = run(tmp_path, asserts, [{"output": "world"}])
+    top = r.assertion_results.filter(pl.col("parent_index").is_null())
+    assert top.select("status", "score").rows() == [
+        ("pass", pytest.approx(1 / 3)), ("fail", pytest.approx(1 / 3)), ("pass", 0.0)]
+    assert "Aggregate score 0.33 >= 0.2 threshold" == top["reason"][0]
+    assert r.test_results.select("status", "score").rows() == [("fail", pytest.approx(2 / 9))]

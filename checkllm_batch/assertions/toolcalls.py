@@ -1,7 +1,8 @@
 """Checks on the `tool_calls` column (OpenAI shape: [{id, type, function: {name, arguments}}]).
 
-These come from PromptKit's tool checks (tools_called, tool_args, ...). A case's tool calls
-are parsed once per distinct `tool_calls` value. A case without the column at all is an
+These come from PromptKit's tool checks (tools_called, tool_args, ...). Checks on the called
+tools' names decode the column with Polars (vectorised) and use list expressions; those that
+read arguments or errors parse each distinct `tool_calls` value once (orjson). A case without the column at all is an
 `error` ("no tool_calls recorded"); a null value in an existing column means no calls.
 """
 
@@ -30,14 +31,16 @@ def parse_calls(text: str) -> list[Call]:
     for call in calls:
         if not isinstance(call, dict):
             raise ValueError(f"a tool call is not an object: {str(call)[:80]}")
-        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        fn = call.get("function", call)
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise ValueError(f"a tool call has no function name: {str(call)[:80]}")
         args = fn.get("arguments", fn.get("args"))
         if isinstance(args, str):
             try:
                 args = orjson.loads(args) if args.strip() else {}
             except orjson.JSONDecodeError:
                 pass  # kept as text: only an exact expected_args comparison can fail on it
-        out.append((str(fn.get("name")), args, call.get("error") or fn.get("error")))
+        out.append((fn["name"], args, call.get("error") or fn.get("error")))
     return out
 
 
@@ -59,15 +62,51 @@ def _verdict(ctx: Ctx, check: Callable[[list[Call]], Outcome], expect: str) -> V
     return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
 
 
+_NAMES = pl.List(pl.Struct({"function": pl.Struct({"name": pl.String}), "name": pl.String}))
+NAMES = pl.Struct({"names": pl.List(pl.String), "problem": pl.String})
+_MISSING = "no tool_calls recorded for this case (add a `tool_calls` column)"
+
+
+def _decode_names(values: pl.Series) -> pl.Series:
+    """{names, problem} per row: Polars decodes the JSON (vectorised); a batch with a value it
+    cannot decode is parsed once per distinct value instead, to say which and why."""
+    try:
+        names = values.str.json_decode(_NAMES).list.eval(pl.coalesce(
+            pl.element().struct.field("function").struct.field("name"),
+            pl.element().struct.field("name")))
+        problem = pl.Series([None] * len(values), dtype=pl.String)
+    except pl.exceptions.PolarsError:
+        def one(text: str | None) -> Outcome:
+            try:
+                return True, orjson.dumps([c[0] for c in parse_calls(text)]).decode()
+            except (orjson.JSONDecodeError, ValueError, TypeError) as e:
+                return False, f"tool_calls is not valid: {e}"
+        out = over_distinct(pl.col("v"), one).alias("o")
+        o = values.to_frame("v").select(out).to_series()
+        ok, text = o.struct.field("ok").fill_null(False), o.struct.field("detail")
+        none = pl.Series([None] * len(values), dtype=pl.String)
+        names = text.zip_with(ok, none).str.json_decode(pl.List(pl.String))
+        problem = text.zip_with(~ok, none)
+    problem = pl.select(pl.when(values.is_null()).then(pl.lit(_MISSING))
+                        .otherwise(pl.lit(problem))).to_series()
+    return pl.DataFrame({"names": names, "problem": problem}).to_struct()
+
+
+def _names_verdict(ctx: Ctx, check: Callable[[pl.Expr], pl.Expr], expect: str) -> Verdict:
+    """A verdict from list expressions over the called tools' names (vectorised)."""
+    decoded = ctx.once(pl.col("tool_calls").map_batches(_decode_names, return_dtype=NAMES))
+    names, problem = decoded.struct.field("names"), decoded.struct.field("problem")
+    called = pl.concat_str([pl.lit("called: "), pl.when(names.list.len() > 0)
+                            .then(names.list.join(", ")).otherwise(pl.lit("no tools"))])
+    return Verdict(pl.when(problem.is_null()).then(check(names)), expect,
+                   detail=pl.coalesce(problem, called))
+
+
 def _names(value: Any, spec: Any) -> list[str]:
     names = split_items(value) if value is not None else []
     if not names:
         raise ValueError("value must list at least one tool name")
     return names
-
-
-def _called(calls: list[Call]) -> str:
-    return "called: " + (", ".join(c[0] for c in calls) or "no tools")
 
 
 TOOL = dict(kind=Kind.DISTINCT, needs_text=False, literal_value=True)
@@ -77,16 +116,16 @@ TOOL = dict(kind=Kind.DISTINCT, needs_text=False, literal_value=True)
 def tools_called(ctx: Ctx) -> Verdict:
     """Every listed tool was called at least once."""
     wanted: list[str] = ctx.prepared
-    return _verdict(ctx, lambda calls: (set(wanted) <= {c[0] for c in calls}, _called(calls)),
-                    f"call the tools {', '.join(wanted)}")
+    return _names_verdict(ctx, lambda names: pl.all_horizontal(
+        names.list.contains(pl.lit(w)) for w in wanted), f"call the tools {', '.join(wanted)}")
 
 
 @assertion("tools-not-called", prepare=_names, **TOOL)
 def tools_not_called(ctx: Ctx) -> Verdict:
     """None of the listed tools was called."""
     banned: list[str] = ctx.prepared
-    return _verdict(ctx, lambda calls: (not set(banned) & {c[0] for c in calls}, _called(calls)),
-                    f"call none of the tools {', '.join(banned)}")
+    return _names_verdict(ctx, lambda names: ~pl.any_horizontal(
+        names.list.contains(pl.lit(b)) for b in banned), f"call none of the tools {', '.join(banned)}")
 
 
 @assertion("tool-call-sequence", prepare=_names, **TOOL)
@@ -94,11 +133,14 @@ def tool_call_sequence(ctx: Ctx) -> Verdict:
     """The listed tools were called in this order (other calls may come in between)."""
     sequence: list[str] = ctx.prepared
 
-    def check(calls: list[Call]) -> Outcome:
-        names = iter(c[0] for c in calls)
-        return all(step in names for step in sequence), _called(calls)
+    def in_order(joined: str | None) -> Outcome:
+        names = iter(joined.split("\x1f") if joined else [])
+        return all(step in names for step in sequence), None
 
-    return _verdict(ctx, check, f"call the tools in order {' -> '.join(sequence)}")
+    def check(names: pl.Expr) -> pl.Expr:  # Python once per distinct list of names
+        return over_distinct(names.list.join("\x1f"), in_order).struct.field("ok")
+
+    return _names_verdict(ctx, check, f"call the tools in order {' -> '.join(sequence)}")
 
 
 def _args_spec(value: Any, spec: Any) -> tuple[str, dict]:
@@ -155,13 +197,13 @@ def tool_call_count(ctx: Ctx) -> Verdict:
     """The number of calls (of `tool`, or of all tools) is within [min, max]."""
     tool, lo, hi = _count_spec(None, ctx.spec)
 
-    def check(calls: list[Call]) -> Outcome:
-        n = sum(1 for c in calls if tool is None or c[0] == tool)
-        return (lo is None or n >= lo) and (hi is None or n <= hi), f"{n} calls"
+    def check(names: pl.Expr) -> pl.Expr:
+        n = names.list.len() if tool is None else names.list.count_matches(pl.lit(tool))
+        return (n >= (lo or 0)) & (n <= hi if hi is not None else pl.lit(True))
 
     bounds = " and ".join(s for s in (lo is not None and f"at least {lo}",
                                       hi is not None and f"at most {hi}") if s)
-    return _verdict(ctx, check, f"make {bounds} calls" + (f" of {tool}" if tool else ""))
+    return _names_verdict(ctx, check, f"make {bounds} calls" + (f" of {tool}" if tool else ""))
 
 
 def _tools_filter(value: Any, spec: Any) -> list[str] | None:

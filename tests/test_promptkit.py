@@ -182,7 +182,7 @@ TOOL_CASES = [
                                       "expected_args": {"days": 3.0}}}, WEATHER, "pass", None),
     ({"type": "tool_args", "params": {"tool_name": "get_weather",
                                       "expected_args": {"city": "Rome"}}}, WEATHER, "fail",
-     '"city":"Paris"'),
+     '"city": "Paris"'),
     ({"type": "tool_args", "params": {"tool_name": "nope", "expected_args": {}}}, WEATHER, "fail",
      "nope was not called"),
     ({"type": "tool_call_count", "params": {"max": 3}}, WEATHER, "pass", None),
@@ -252,3 +252,17 @@ def test_tool_names_fallback(tmp_path, calls, status):
     rows = [{"output": "", "tool_calls": calls}, {"output": "", "tool_calls": "[]"}]
     got = results(tmp_path, {"type": "tools-called", "value": ["f"]}, rows)
     assert [r["status"] for r in got] == [status, "fail"]
+
+
+@pytest.mark.parametrize("calls,status", [
+    ('[{"name": "f", "arguments": {"a": 1}}]', "pass"),  # object arguments: fallback path
+    ('[{"function": {"name": "f", "arguments": "{\\"a\\": 1.0}"}}]', "pass"),
+    ('[{"function": {"name": "f", "arguments": "not json"}}]', "fail"),
+    ('[{"function": {"name": "g", "arguments": "{\\"a\\": 1}"}}]', "fail"),
+    ("[1]", "error"),
+])
+def test_tool_args_paths(tmp_path, calls, status):
+    rows = [{"output": "", "tool_calls": calls}]
+    [r] = results(tmp_path, {"type": "tool-args", "tool_name": "f", "expected_args": {"a": 1}},
+                  rows)
+    assert r["status"] == status, r["reason"]

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import orjson
 import polars as pl
 
-from .distinct import Outcome, over_distinct
+from .distinct import OUTCOME, Outcome, over_distinct
 from .registry import Ctx, Kind, Value, Verdict, assertion
 from .text import split_items
 
@@ -163,22 +163,68 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+_ARGS = pl.List(pl.Struct({
+    "function": pl.Struct({"name": pl.String, "arguments": pl.String}),
+    "name": pl.String, "arguments": pl.String}))
+
+
+def _args_match(expected: dict) -> Callable[[Any], bool]:
+    def match(args: Any) -> bool:
+        if isinstance(args, str):
+            try:
+                args = orjson.loads(args) if args.strip() else {}
+            except orjson.JSONDecodeError:
+                return False
+        return isinstance(args, dict) and all(k in args and _same(args[k], v)
+                                              for k, v in expected.items())
+    return match
+
+
+def _args_batch(values: pl.Series, name: str, expected: dict) -> pl.Series:
+    """{ok, detail} per row. Polars decodes the calls; each distinct arguments text of a
+    `name` call is parsed once. A batch Polars cannot decode is parsed per distinct value."""
+    match = _args_match(expected)
+    try:
+        decoded = values.str.json_decode(_ARGS)
+    except pl.exceptions.PolarsError:
+        def check(calls: list[Call]) -> Outcome:
+            args = [c[1] for c in calls if c[0] == name]
+            ok = any(match(a) for a in args)
+            return ok, None if ok else (f"{name} was not called" if not args else
+                                        f"arguments: {str(args[0])[:200]}")
+        return values.to_frame("tool_calls").select(_over_calls(check)).to_series()
+    calls = (pl.DataFrame({"row": pl.int_range(len(values), eager=True), "c": decoded})
+             .explode("c").select("row", name=pl.coalesce(
+                 pl.col("c").struct.field("function").struct.field("name"),
+                 pl.col("c").struct.field("name")),
+                 args=pl.coalesce(pl.col("c").struct.field("function").struct.field("arguments"),
+                                  pl.col("c").struct.field("arguments")))
+             .filter(pl.col("name") == name))
+    distinct = calls["args"].unique()
+    table = pl.DataFrame({"args": distinct, "ok": [match(a) for a in distinct.to_list()]},
+                         schema={"args": pl.String, "ok": pl.Boolean})  # row-wise: per distinct
+    per_row = (calls.join(table, on="args", how="left", nulls_equal=True)
+               .group_by("row").agg(pl.col("ok").any(), first=pl.col("args").first()))
+    out = (pl.DataFrame({"row": pl.int_range(len(values), eager=True), "v": values})
+           .join(per_row, on="row", how="left", maintain_order="left"))
+    return out.select(
+        ok=pl.when(pl.col("v").is_null()).then(None).otherwise(pl.col("ok").fill_null(False)),
+        detail=pl.when(pl.col("v").is_null()).then(pl.lit(_MISSING))
+        .when(pl.col("first").is_null()).then(pl.lit(f"{name} was not called"))
+        .when(~pl.col("ok")).then(pl.concat_str([pl.lit("arguments: "),
+                                                 pl.col("first").str.slice(0, 200)]))).to_struct()
+
+
 @assertion("tool-args", value=Value.NONE, fields=("tool_name", "expected_args"),
            required=("tool_name", "expected_args"), prepare=_args_spec, **TOOL)
 def tool_args(ctx: Ctx) -> Verdict:
     """Some call of `tool_name` has every key of `expected_args` with that value."""
     name, expected = _args_spec(None, ctx.spec)
-
-    def check(calls: list[Call]) -> Outcome:
-        args = [c[1] for c in calls if c[0] == name]
-        if not args:
-            return False, f"{name} was not called"
-        ok = any(isinstance(a, dict) and all(k in a and _same(a[k], v) for k, v in expected.items())
-                 for a in args)
-        return ok, None if ok else "arguments: " + "; ".join(
-            orjson.dumps(a).decode() if not isinstance(a, str) else a for a in args)[:300]
-
-    return _verdict(ctx, check, f"call {name} with {orjson.dumps(expected).decode()}")
+    result = ctx.once(pl.col("tool_calls").map_batches(
+        lambda values: _args_batch(values, name, expected), return_dtype=OUTCOME))
+    return Verdict(result.struct.field("ok"),
+                   f"call {name} with {orjson.dumps(expected).decode()}",
+                   detail=result.struct.field("detail"))
 
 
 def _count_spec(value: Any, spec: Any) -> tuple[str | None, int | None, int | None]:

@@ -28,7 +28,7 @@ from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
 
 sys.path.insert(0, str(Path(__file__).parent))
-import synth  # noqa: E402
+import synth
 
 OUT = Path(__file__).parent / "out"
 CHECKS = '''

@@ -60,7 +60,7 @@ def _run(engine: str, expression: str, rows: pl.Series) -> pl.Series:
         values = evaluate(engine, expression, frame)
         if values.dtype != pl.Boolean and not values.dtype.is_numeric():
             raise TypeError(f"must return a boolean or a number, got {values.dtype}")
-    except Exception as e:  # a bad column or type: every row of this batch is an error
+    except Exception as e:  # noqa: BLE001  (a bad column or type: this batch's rows are errors)
         message = f"expression failed: {str(e).splitlines()[0]}"
         return pl.DataFrame({"r": [None] * frame.height, "is_bool": [False] * frame.height,
                              "error": [message] * frame.height}, schema=RESULT).to_struct()

@@ -14,9 +14,10 @@ import importlib.util
 import math
 import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 import polars as pl
@@ -57,7 +58,8 @@ def load_script(value: Any, spec: Any = None) -> Script:
     body = f"    return {lines.strip()}\n" if "\n" not in lines else textwrap.indent(lines, "    ")
     namespace: dict[str, Any] = {}
     try:
-        exec(compile("def main(output, context):\n" + body, "<python assertion>", "exec"), namespace)
+        exec(compile(  # noqa: S102  (the user's own check, from their suite)
+            "def main(output, context):\n" + body, "<python assertion>", "exec"), namespace)
     except SyntaxError as e:
         raise ValueError(f"invalid Python: {e.msg} (line {(e.lineno or 2) - 1})") from None
     return Script(namespace["main"], False, "inline")
@@ -79,7 +81,7 @@ def _from_file(ref: str) -> Script:
         module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
         try:
             module_spec.loader.exec_module(module)  # type: ignore[union-attr]
-        except Exception as e:  # user code: report where, at parse time
+        except Exception as e:  # noqa: BLE001  (user code: report where, at parse time)
             raise ValueError(f"file://{ref}: cannot import: {type(e).__name__}: {e}") from None
         _MODULES[key] = module
     fn = getattr(_MODULES[key], name or "get_assert", None)
@@ -137,7 +139,7 @@ def _call_rows(script: Script, threshold: float | None, config: Any, rows: list[
         try:
             value = caseframe.output_value(row.get("output"), row.get("output_kind"))
             result = normalise(script.fn(value, caseframe.context(row, config)), threshold)
-        except Exception as e:  # user code: fail this row with the message
+        except Exception as e:  # noqa: BLE001  (user code: fail this row with the message)
             result = (False, 0.0, f"Python code execution failed: {type(e).__name__}: {e}")
         for name, v in zip(out, result):
             out[name].append(v)
@@ -151,7 +153,7 @@ def _call_batch(script: Script, threshold: float | None, rows: pl.Series) -> pl.
         series = returned if isinstance(returned, pl.Series) else pl.Series(list(returned))
         if series.len() != frame.height:
             raise ValueError(f"returned {series.len()} results for {frame.height} rows")
-    except Exception as e:  # user code: fail every row of the batch with the message
+    except Exception as e:  # noqa: BLE001  (user code: fail every row of the batch)
         return pl.DataFrame({"ok": [False] * frame.height, "score": [0.0] * frame.height,
                              "detail": [f"{script.source} failed: {type(e).__name__}: {e}"]
                              * frame.height}, schema=RESULT).to_struct()

@@ -8,7 +8,8 @@ read arguments or errors parse each distinct `tool_calls` value once (orjson). A
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 import polars as pl
@@ -109,7 +110,7 @@ def _names(value: Any, spec: Any) -> list[str]:
     return names
 
 
-TOOL = dict(kind=Kind.DISTINCT, needs_text=False, literal_value=True)
+TOOL = {"kind": Kind.DISTINCT, "needs_text": False, "literal_value": True}
 
 
 @assertion("tools-called", prepare=_names, **TOOL)

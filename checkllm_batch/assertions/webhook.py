@@ -35,7 +35,7 @@ def settings(value: Any, spec: Any) -> dict[str, Any]:
     config = (spec.args.get("config") if spec is not None else None) or {}
     if not isinstance(config, dict):
         raise ValueError("config must be a mapping")
-    timeout = config.get("timeout_ms", os.environ.get("WEBHOOK_TIMEOUT", 5000))
+    timeout = config.get("timeout_ms", os.environ.get("WEBHOOK_TIMEOUT", "5000"))
     out = {"url": value, "concurrency": config.get("concurrency", 8),
            "retries": config.get("retries", 3), "timeout": float(timeout) / 1000}
     if not (isinstance(out["concurrency"], int) and out["concurrency"] >= 1):

@@ -16,7 +16,6 @@ from ..errors import ConfigError, did_you_mean
 from ..spec import template
 from ..spec.model import AssertionSpec, Suite
 
-
 SET_SCHEMA = {"test_index": pl.Int32, "assertion_index": pl.Int32, "threshold": pl.Float64,
               "type": pl.String, "metric": pl.String, "weight": pl.Float64,
               "metric_only": pl.Boolean}

@@ -30,7 +30,10 @@ def case_frame(rows: pl.Series) -> pl.DataFrame:
     frame = df.select([c for c in CORE if c in df.columns])
     if "vars" not in df.columns:
         return frame
-    decoded = df["vars"].str.json_decode(infer_schema_length=None)
+    try:  # one type per var for the batch: the supertype Polars infers over all rows
+        decoded = df["vars"].str.json_decode(infer_schema_length=None)
+    except pl.exceptions.PolarsError:
+        return frame.with_columns(df["vars"])  # undecodable together: the JSON text
     fields = [f.name for f in decoded.dtype.fields]  # type: ignore[union-attr]
     if not fields:
         return frame

@@ -97,3 +97,22 @@ def test_csv_suite_end_to_end(tmp_path):
         "python: len(output) > 3,,xy,b\n", encoding="utf-8")
     run = cb.evaluate(cb.load(write_suite(tmp_path, {"tests": "file://tests.csv"})))
     assert run.test_results["status"].to_list() == ["pass", "fail"]
+
+
+def test_same_verdicts_as_promptfoo_0_123_1(tmp_path):
+    """This CSV gave, in promptfoo 0.123.1 offline: row 1 fails with score 0.75
+    (levenshtein over its 0.9 threshold), row 2 passes with score 1."""
+    (tmp_path / "t.csv").write_text(
+        "__providerOutput,__expected1,__expected2,__expected3,__expected4,"
+        "__config:__expected2:threshold\n"
+        'The capital is Paris,  contains: Paris  ,levenshtein:The capital is Pari,'
+        '"icontains-any:""x,y"", paris",starts-with:The,0.9\n'
+        "The capital is Paris,contains:Paris,levenshtein:The capital is Pari,"
+        "python: 'Paris' in output,equals:The capital is Paris,2\n", encoding="utf-8")
+    run = cb.evaluate(cb.load(write_suite(tmp_path, {"tests": "file://t.csv"})))
+    assert run.assertion_results.select("case_id", "type", "status", "score").rows() == [
+        (0, "contains", "pass", 1.0), (0, "levenshtein", "fail", 0.0),
+        (0, "icontains-any", "pass", 1.0), (0, "starts-with", "pass", 1.0),
+        (1, "contains", "pass", 1.0), (1, "levenshtein", "pass", 1.0),
+        (1, "python", "pass", 1.0), (1, "equals", "pass", 1.0)]
+    assert run.test_results.select("status", "score").rows() == [("fail", 0.75), ("pass", 1.0)]

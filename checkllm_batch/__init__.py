@@ -11,8 +11,9 @@
 from . import assertions as _assertions  # noqa: F401  (registers every assertion type)
 from .analysis import Results
 from .api import Run, evaluate, get_run, open_results, write
+from .assertions.scripts import batch_check
 from .errors import CheckLLMError, ConfigError, InputError
 from .spec.parse import load_suite as load
 
-__all__ = ["CheckLLMError", "ConfigError", "InputError", "Results", "Run", "evaluate", "get_run",
-           "load", "open_results", "write"]
+__all__ = ["CheckLLMError", "ConfigError", "InputError", "Results", "Run", "batch_check",
+           "evaluate", "get_run", "load", "open_results", "write"]

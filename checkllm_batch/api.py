@@ -44,7 +44,10 @@ class Run:
 
     @property
     def assertion_results(self) -> pl.DataFrame:
-        return self.table("assertion_results").sort("case_id", "assertion_index")
+        """Top-level rows in order, each assert-set followed by its members."""
+        return self.table("assertion_results").sort(
+            "case_id", pl.coalesce("parent_index", "assertion_index"),
+            pl.col("parent_index").is_not_null(), "assertion_index")
 
     @property
     def test_results(self) -> pl.DataFrame:

@@ -16,6 +16,7 @@ from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import Ctx, Kind, Verdict
 from ..spec import template
 from .plan import Plan, Planned
+from .sets import combine_sets
 
 RESULT_SCHEMA = {"case_id": pl.Int64, "test_index": pl.Int32, "key": pl.Int32,
                  "status": pl.String, "pass": pl.Boolean, "score": pl.Float64, "reason": pl.String}
@@ -41,6 +42,8 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
         parts.extend(_run(cases, shared))
     results = pl.concat(parts) if parts else pl.DataFrame(schema=RESULT_SCHEMA)
     results = results.join(plan.slots, on=["test_index", "key"], how="inner")
+    if plan.sets.height:
+        results = pl.concat([results, combine_sets(plan.sets, results)], how="vertical_relaxed")
     return results, combine_tests(plan, cases, results)
 
 
@@ -76,7 +79,9 @@ def compile_assertion(p: Planned, value) -> Compiled:
     """The type's verdict, plus what every type shares: negation, non-text outputs, reasons."""
     spec, atype = p.spec, p.atype
     literal = value if not template.is_template(value) else None
-    prepared = atype.prepare(literal, spec) if atype.prepare and literal is not None else None
+    # as at parse time: a value-less type (latency with only a threshold) is prepared too
+    prepared = atype.prepare(literal, spec) if atype.prepare and not template.is_template(value) \
+        else None
     ctx = Ctx(spec=spec, value=template.to_expr(value), literal=literal,
               threshold=spec.threshold if spec.threshold is not None else atype.default_threshold,
               prepared=prepared, key=p.key)
@@ -143,7 +148,8 @@ def _error_rows(p: Planned, rows: pl.DataFrame, reason: str) -> pl.DataFrame:
 
 def combine_tests(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     """One test result per case: weighted score, pass, threshold, the first reason."""
-    scoring = results.filter(~pl.col("metric_only")).sort("case_id", "assertion_index")
+    scoring = results.filter(~pl.col("metric_only") & pl.col("parent_index").is_null()
+                             ).sort("case_id", "assertion_index")
     agg = scoring.group_by("case_id").agg(
         errors=(pl.col("status") == "error").sum(),
         all_pass=(pl.col("status") == "pass").all(),

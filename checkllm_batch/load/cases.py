@@ -1,8 +1,9 @@
 """Turn outputs batches into cases: join rows to tests, normalise outputs, expose vars.
 
 A case has the columns the engine reads: case_id, test_index, output (text), output_kind
-('text', 'json' or 'null'), provider, prompt, latency_ms, cost, and `var.<name>` for each var
-a `{{template}}` uses. Other outputs columns are vars (SPEC §1).
+('text', 'json' or 'null'), provider, prompt, latency_ms, cost, tool_calls (JSON text; null
+when the outputs have no such column, `[]` for a row without calls), and `var.<name>` for each
+var a `{{template}}` uses. Other outputs columns are vars (SPEC §1).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class CaseBuilder:
               for c in ("provider", "prompt")),
             *(pl.col(c).cast(t, strict=False) if c in df.columns else pl.lit(None, t).alias(c)
               for c, t in _NUMERIC.items()),
+            _json_text(df, "tool_calls"),
             pl.col("test_id").cast(pl.String) if "test_id" in df.columns
             else pl.lit(None, pl.String).alias("test_id"),
             row_json.alias("__row_vars"),
@@ -130,6 +132,18 @@ def _output(df: pl.DataFrame) -> list[pl.Expr]:
         encoded.str.slice(10, encoded.str.len_chars() - 11))
     kind = pl.when(pl.col("output").is_null()).then(pl.lit("null")).otherwise(pl.lit("json"))
     return [text.alias("output"), kind.alias("output_kind")]
+
+
+def _json_text(df: pl.DataFrame, name: str) -> pl.Expr:
+    """A JSON-valued column (e.g. OpenAI `tool_calls`) as JSON text; a null row is `[]`."""
+    if name not in df.columns:
+        return pl.lit(None, pl.String).alias(name)
+    if df.schema[name] == pl.String:
+        text = pl.col(name)
+    else:
+        encoded = pl.struct(name).struct.json_encode()  # '{"<name>":<json>}'
+        text = encoded.str.slice(len(name) + 4, encoded.str.len_chars() - len(name) - 5)
+    return pl.when(pl.col(name).is_null()).then(pl.lit("[]")).otherwise(text).alias(name)
 
 
 def _as_text(df: pl.DataFrame, name: str) -> pl.Expr:

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..assertions.registry import Value, lookup
+from ..assertions.sets import SET
 from ..errors import ConfigError, Where, did_you_mean
-from . import template
+from . import promptkit, template
 from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
 from .yaml12 import load_yaml
 
@@ -22,6 +23,7 @@ SUITE_KEYS = {"description", "tests", "defaultTest", "derivedMetrics", "assert",
               "commandLineOptions", "writeLatestResults"}
 TEST_KEYS = {"id", "description", "vars", "assert", "threshold", "options", "metadata",
              "providerOutput", "output", "prompt", "provider", "providers", "prompts"}
+SCRIPT_TYPES = {"python"}  # `file://x.py:fn` values name code to run, not a file to load
 COMMON_FIELDS = {"type", "value", "threshold", "weight", "metric", "metricOnly", "provider",
                  "rubricPrompt", "config"}
 
@@ -125,11 +127,18 @@ def _test_label(index: int, raw: Any) -> str:
     return f'test {index + 1} ("{desc}")' if desc else f"test {index + 1}"
 
 
-def _assertion(raw: Any, index: int, vars_: dict, base: Path, test_where: Where,
-               problems: _Problems) -> AssertionSpec | None:
+def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: Where,
+               problems: _Problems, nested: bool = False) -> AssertionSpec | None:
     kind = raw.get("type") if isinstance(raw, dict) else None
     where = Where(test_where.file, getattr(raw, "line", None) or test_where.line,
-                  test_where.test, f"assert {index + 1}" + (f" ({kind})" if kind else ""))
+                  test_where.test, f"assert {_number(index)}" + (f" ({kind})" if kind else ""))
+    if promptkit.is_promptkit(raw):
+        try:
+            raw = promptkit.translate(raw)
+        except ValueError as e:
+            problems.add(where, str(e))
+            return None
+        kind = raw["type"]
     if not isinstance(raw, dict) or not isinstance(kind, str):
         problems.add(where, "an assertion must be a mapping with a string `type`")
         return None
@@ -151,6 +160,9 @@ def _assertion(raw: Any, index: int, vars_: dict, base: Path, test_where: Where,
     if negate and not atype.negatable:
         problems.add(where, f'"{kind}": {name} has no not- form')
         return None
+    if nested and atype.name == SET:
+        problems.add(where, "an assert-set cannot contain another assert-set")
+        return None
     fields = dict(raw)
     known = COMMON_FIELDS | set(atype.fields) | set(atype.value_aliases)
     for key in fields:
@@ -160,7 +172,8 @@ def _assertion(raw: Any, index: int, vars_: dict, base: Path, test_where: Where,
     for alias in atype.value_aliases:
         if value is None and fields.get(alias) is not None:
             value = fields[alias]
-    value = _load_value(value, base, where, problems)
+    value = _script_ref(value, base) if atype.name in SCRIPT_TYPES else \
+        _load_value(value, base, where, problems)
     args = {k: fields[k] for k in atype.fields if k in fields}
     if not _required_present(atype, value, args, where, problems):
         return None
@@ -173,8 +186,10 @@ def _assertion(raw: Any, index: int, vars_: dict, base: Path, test_where: Where,
     if not _is_number(weight) or weight < 0:
         problems.add(where, f"weight must be a number >= 0, got {weight!r}")
         return None
+    children = _children(args.pop("assert", None), index, vars_, base, test_where, problems) \
+        if atype.name == SET else ()
     spec = AssertionSpec(
-        type=atype.name, negate=negate, value=value,
+        type=atype.name, negate=negate, value=value, children=children,
         threshold=float(threshold) if threshold is not None else None, weight=float(weight),
         metric=_metric(fields.get("metric"), vars_, where, problems),
         metric_only=weight == 0 or bool(fields.get("metricOnly")),
@@ -182,6 +197,30 @@ def _assertion(raw: Any, index: int, vars_: dict, base: Path, test_where: Where,
         where=where)
     _check_value(atype, spec, where, problems)
     return spec
+
+
+def _number(index: int | str) -> str:
+    return str(index + 1) if isinstance(index, int) else index
+
+
+def _children(raw: Any, index: int | str, vars_: dict, base: Path, test_where: Where,
+              problems: _Problems) -> tuple[AssertionSpec, ...]:
+    """An assert-set's members, numbered "<set>.<child>" in messages."""
+    where = Where(test_where.file, test_where.line, test_where.test, f"assert {_number(index)}")
+    if not isinstance(raw, list) or not raw:
+        problems.add(where, "assert-set needs `assert`: a non-empty list of assertions")
+        return ()
+    parsed = (_assertion(a, f"{_number(index)}.{i + 1}", vars_, base, test_where, problems,
+                         nested=True) for i, a in enumerate(raw))
+    return tuple(a for a in parsed if a is not None)
+
+
+def _script_ref(value: Any, base: Path) -> Any:
+    """`file://checks.py:fn` with the path made absolute (relative to the suite file)."""
+    if isinstance(value, str) and value.startswith("file://"):
+        path, sep, fn = value[len("file://"):].partition(":")
+        return "file://" + str((base / path).resolve()) + sep + fn
+    return value
 
 
 def _required_present(atype, value: Any, args: dict, where: Where, problems: _Problems) -> bool:

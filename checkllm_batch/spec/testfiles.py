@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ..assertions.registry import known_names
+from ..assertions.text import split_items
 from ..errors import ConfigError
 from .yaml12 import LineDict, load_yaml
 
@@ -21,6 +22,18 @@ _CSV_THRESHOLD_TYPES = {"answer-relevance", "classifier", "context-faithfulness"
                         "perplexity-score", "rouge-n", "similar", "similarity", "starts-with"}
 _LIST_TYPES = {"contains-all", "contains-any", "icontains-all", "icontains-any"}
 _UNTRIMMED_TYPES = {"is-json", "contains-json"}
+# promptfoo's base types (§4): a cell naming one is that type even where we do not have it
+# (then parsing says "unknown type"), never silently an `equals`.
+PROMPTFOO_TYPES = (
+    "equals contains icontains contains-any icontains-any contains-all icontains-all starts-with "
+    "regex word-count levenshtein is-refusal finish-reason is-json contains-json is-xml "
+    "contains-xml is-html contains-html is-sql contains-sql is-valid-openai-tools-call "
+    "is-valid-function-call is-valid-openai-function-call similar similar:dot similar:euclidean "
+    "rouge-n bleu gleu meteor perplexity perplexity-score classifier javascript python ruby "
+    "webhook cost latency guardrails llm-rubric g-eval model-graded-closedqa factuality "
+    "model-graded-factuality answer-relevance context-recall context-relevance "
+    "context-faithfulness conversation-relevance search-rubric moderation pi select-best "
+    "max-score tool-call-f1").split()
 
 
 def read_test_file(path: Path) -> list[dict]:
@@ -65,18 +78,27 @@ def _csv_test(index: int, row: dict[str, str], path: Path) -> dict:
             if cell.strip():
                 asserts.append(assertion_from_string(cell.strip()))
         elif column == "__description":
-            test["description"] = cell
+            if cell:  # an empty cell keeps the default "Row #N"
+                test["description"] = cell
         elif column in ("__providerOutput", "__output"):
             test["providerOutput"] = cell
         elif column == "__threshold":
-            if cell.strip() and float(cell) != 0:
-                test["threshold"] = float(cell)
+            if cell.strip() and _number(cell, column, path, index) != 0:
+                test["threshold"] = _number(cell, column, path, index)
+        elif column in ("__prefix", "__suffix"):
+            test.setdefault("options", {})[column[2:]] = cell
         elif column.startswith("__metadata:"):
-            test.setdefault("metadata", {})[column[len("__metadata:"):]] = cell
+            key = column[len("__metadata:"):]
+            if key.endswith("[]"):
+                test.setdefault("metadata", {})[key[:-2]] = [
+                    item.replace("\\,", ",").strip() for item in re.split(r"(?<!\\),", cell)
+                    if item.strip()]
+            else:
+                test.setdefault("metadata", {})[key] = cell
         elif column.startswith("__config:__expected") and column.endswith(":threshold"):
             n = column[len("__config:__expected"):-len(":threshold")]
             if cell.strip():
-                thresholds[int(n or 1) - 1] = float(cell)
+                thresholds[int(n or 1) - 1] = _number(cell, column, path, index)
         elif column == "__metric":
             pass  # applied below to every assertion
         elif column in ("id", "__id", "test_id"):
@@ -94,24 +116,40 @@ def _csv_test(index: int, row: dict[str, str], path: Path) -> dict:
     return test
 
 
+_JS_FLOAT = re.compile(r"^\s*[+-]?(\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
+
+
+def _number(cell: str, column: str, path: Path, index: int) -> float:
+    """JavaScript's parseFloat ("0.5abc" -> 0.5); no number at all is a config error."""
+    m = _JS_FLOAT.match(cell)
+    if not m:
+        raise ConfigError([f"{path}:{index + 2}: {column} must be a number, got {cell!r}"])
+    return float(m.group(1))
+
+
 def assertion_from_string(cell: str) -> dict[str, Any]:
     """promptfoo's assertionFromString for an `__expected` cell (already trimmed)."""
     for prefix in ("javascript:", "fn:", "eval:"):
         if cell.startswith(prefix):
             return {"type": "javascript", "value": cell[len(prefix):].strip()}
+    if cell.startswith("file://") and re.search(r"\.(js|cjs|mjs|ts)(:|$)", cell):
+        return {"type": "javascript", "value": cell}
+    if cell.startswith("file://") and re.search(r"\.py(:|$)", cell):
+        return {"type": "python", "value": cell}  # promptfoo strips file:// here (a bug)
     for prefix in ("grade:", "llm-rubric:"):
         if cell.startswith(prefix):
             return {"type": "llm-rubric", "value": cell[len(prefix):]}
     if cell.startswith("python:"):
         return {"type": "python", "value": cell[len("python:"):].strip()}
-    names = "|".join(re.escape(n) for n in sorted(known_names(), key=len, reverse=True))
+    every = {*known_names(), *PROMPTFOO_TYPES}
+    names = "|".join(re.escape(n) for n in sorted(every, key=len, reverse=True))
     m = re.match(rf"^(not-)?({names})(?:\(([\d.]+)\))?(?::(.*))?$", cell, re.S)
     if not m:
         return {"type": "equals", "value": cell}
     negate, base, threshold, rest = m.groups()
     out: dict[str, Any] = {"type": (negate or "") + base}
     if base in _LIST_TYPES:
-        out["value"] = [s.strip() for s in (rest or "").split(",") if s.strip()]
+        out["value"] = split_items(rest or "")  # [N]: quoted items may hold commas
     elif base in _UNTRIMMED_TYPES:
         if rest:
             out["value"] = rest

@@ -22,7 +22,7 @@ REPEATED = {"type", "metric", "status", "provider", "prompt", "test_id", "descri
 CASE_COLUMNS = ["case_id", "test_id", "test_index", "description", "provider", "prompt", "vars",
                 "output", "output_kind", "latency_ms", "cost"]
 RESULT_COLUMNS = ["case_id", "assertion_index", "type", "metric", "weight", "metric_only",
-                  "status", "pass", "score", "reason"]
+                  "status", "pass", "score", "reason", "parent_index"]
 TEST_COLUMNS = ["case_id", "status", "pass", "score", "reason"]
 
 

@@ -1,9 +1,14 @@
 """The results database: a versioned public schema, changed only through named migrations.
 
+<<<<<<< HEAD
 Public tables (columns may be added, never renamed): runs, cases, assertion_results,
 test_results, named_metrics, derived_metrics. `assertions` keeps each assertion's spec.
 A migration is SQL text or a function of the connection. Analysis views (store/views.py) are
 re-created after any migration is applied, so they always match the tables present.
+=======
+Public tables (columns may be added, never renamed): runs, cases, assertion_results
+(assert-set members carry `parent_index`), test_results, named_metrics, derived_metrics. `assertions` keeps each assertion's spec.
+>>>>>>> 59af110 (Custom logic and other vocabularies: python (inline, file, batch), expression (DuckDB/Polars SQL), webhook, assert-set (parent_index via migration 0002), PromptKit checks and tool_calls)
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
         run_id VARCHAR, provider VARCHAR, prompt VARCHAR, name VARCHAR, value DOUBLE);
     """),
     ("0002_analysis_views", create_views),
+    # assert-set members get their own rows: parent_index = the set's assertion_index, and
+    # assertion_index = the member's position in the set. Top-level rows: parent_index NULL.
+    ("0003_assertion_parent_index", """
+    ALTER TABLE assertion_results ADD COLUMN parent_index INTEGER;
+    """),
 ]
 
 

@@ -1,0 +1,199 @@
+"""`python`: an inline Python expression, or a function from `file://checks.py:fn`.
+
+A function marked with `@batch_check` receives the whole batch as a Polars DataFrame
+(`output`, `prompt`, `provider`, `tool_calls`, `vars` as a struct and each var as a column)
+and returns one result per row: the vectorised path. Any other function is called once per
+distinct case (output, vars, prompt, provider), the flagged row-wise fallback, with
+promptfoo's `(output, context)`. Results are normalised as promptfoo does (§5.17).
+An exception in user code fails that row's assertion with the message; it never stops a run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from . import caseframe
+from .registry import Ctx, Kind, Verdict, assertion
+
+RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String}
+Result = tuple[bool | None, float | None, str | None]
+_FLOAT = re.compile(r"^\s*[+-]?(Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
+
+
+def batch_check(fn: Callable) -> Callable:
+    """Mark a `python` check function as taking the whole batch (a Polars DataFrame)."""
+    fn.__checkllm_batch__ = True  # type: ignore[attr-defined]
+    return fn
+
+
+def is_batch(fn: Callable) -> bool:
+    return bool(getattr(fn, "__checkllm_batch__", False) or getattr(fn, "batch", False) is True)
+
+
+@dataclass(frozen=True)
+class Script:
+    fn: Callable
+    batch: bool
+    source: str  # for messages: "inline" or the file:function
+
+
+def load_script(value: Any, spec: Any = None) -> Script:
+    """Compile inline code or import `file://path.py[:fn]` (path made absolute by the parser)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("value must be Python code or file://checks.py[:function]")
+    if value.startswith("file://"):
+        return _from_file(value[len("file://"):])
+    code = value.rstrip()
+    lines = textwrap.dedent(code).strip("\n")
+    body = f"    return {lines.strip()}\n" if "\n" not in lines else textwrap.indent(lines, "    ")
+    namespace: dict[str, Any] = {}
+    try:
+        exec(compile(  # noqa: S102  (the user's own check, from their suite)
+            "def main(output, context):\n" + body, "<python assertion>", "exec"), namespace)
+    except SyntaxError as e:
+        raise ValueError(f"invalid Python: {e.msg} (line {(e.lineno or 2) - 1})") from None
+    return Script(namespace["main"], False, "inline")
+
+
+_MODULES: dict[tuple[str, float], Any] = {}
+
+
+def _from_file(ref: str) -> Script:
+    path, _, name = ref.partition(":")
+    file = Path(path)
+    if file.suffix != ".py":
+        raise ValueError(f"file://{ref}: a python check file must end in .py")
+    if not file.is_file():
+        raise ValueError(f"file://{ref}: file not found")
+    key = (str(file.resolve()), file.stat().st_mtime)
+    if key not in _MODULES:
+        module_spec = importlib.util.spec_from_file_location(f"_checkllm_user_{len(_MODULES)}", file)
+        module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
+        try:
+            module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except Exception as e:  # noqa: BLE001  (user code: report where, at parse time)
+            raise ValueError(f"file://{ref}: cannot import: {type(e).__name__}: {e}") from None
+        _MODULES[key] = module
+    fn = getattr(_MODULES[key], name or "get_assert", None)
+    if not callable(fn):
+        raise ValueError(f"file://{ref}: no function {name or 'get_assert'!r} in {file.name}")
+    return Script(fn, is_batch(fn), f"{file.name}:{fn.__name__}")
+
+
+def normalise(result: Any, threshold: float | None) -> Result:
+    """promptfoo's script result normalisation (§5.17): (passed, score, reason)."""
+    if isinstance(result, bool):
+        return result, float(result), None
+    if isinstance(result, str):
+        text = result.strip()
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true", float(text.lower() == "true"), None
+        if text.startswith("{"):
+            try:
+                return _grading(orjson.loads(text), None)
+            except orjson.JSONDecodeError as e:
+                return False, 0.0, f"invalid GradingResult JSON: {e}"
+        m = _FLOAT.match(text)
+        result = float(m.group(1).replace("Infinity", "inf")) if m else math.nan
+    if isinstance(result, dict):
+        return _grading(result, threshold)
+    if isinstance(result, (int, float)) and not math.isnan(result):
+        score = float(result)
+        return (score > 0 if threshold is None else score >= threshold), score, None
+    if isinstance(result, float):
+        return False, 0.0, "Python check returned a number that is NaN"
+    return False, 0.0, ("Python check must return a bool, a number or a GradingResult dict, "
+                        f"got {type(result).__name__}")
+
+
+def _grading(result: Any, threshold: float | None) -> Result:
+    if not isinstance(result, dict):
+        return False, 0.0, "GradingResult must be a JSON object"
+    passed = result.get("pass", result.get("pass_"))
+    score = result.get("score")
+    reason = result.get("reason")
+    if passed is None and score is None:
+        return False, 0.0, "GradingResult has neither `pass` nor `score`"
+    if not isinstance(score, (int, float)) or isinstance(score, bool):
+        score = 1.0 if passed else 0.0
+    passed = bool(passed) if passed is not None else score > 0
+    if threshold is not None and score < threshold:
+        return False, float(score), f"Python score {score:g} is less than threshold {threshold:g}" \
+            + (f": {reason}" if reason else "")
+    return passed, float(score), None if reason is None else str(reason)
+
+
+def _call_rows(script: Script, threshold: float | None, config: Any, rows: list[dict]) -> dict:
+    out: dict[str, list] = {"ok": [], "score": [], "detail": []}
+    for row in rows:  # row-wise: user Python code, once per distinct case
+        try:
+            value = caseframe.output_value(row.get("output"), row.get("output_kind"))
+            result = normalise(script.fn(value, caseframe.context(row, config)), threshold)
+        except Exception as e:  # noqa: BLE001  (user code: fail this row with the message)
+            result = (False, 0.0, f"Python code execution failed: {type(e).__name__}: {e}")
+        for name, v in zip(out, result):
+            out[name].append(v)
+    return out
+
+
+def _call_batch(script: Script, threshold: float | None, rows: pl.Series) -> pl.Series:
+    frame = caseframe.case_frame(rows)
+    try:
+        returned = script.fn(frame)
+        series = returned if isinstance(returned, pl.Series) else pl.Series(list(returned))
+        if series.len() != frame.height:
+            raise ValueError(f"returned {series.len()} results for {frame.height} rows")
+    except Exception as e:  # noqa: BLE001  (user code: fail every row of the batch)
+        return pl.DataFrame({"ok": [False] * frame.height, "score": [0.0] * frame.height,
+                             "detail": [f"{script.source} failed: {type(e).__name__}: {e}"]
+                             * frame.height}, schema=RESULT).to_struct()
+    return batch_result(series, threshold).to_struct()
+
+
+def batch_result(series: pl.Series, threshold: float | None) -> pl.DataFrame:
+    """A column of results as (ok, score, detail): vectorised for bools and numbers."""
+    null = pl.lit("the check returned null for this row")
+    if series.dtype == pl.Boolean:
+        frame = pl.DataFrame({"r": series}).select(
+            ok=pl.col("r"), score=pl.col("r").cast(pl.Float64),
+            detail=pl.when(pl.col("r").is_null()).then(null))
+    elif series.dtype.is_numeric():
+        r = pl.col("r").cast(pl.Float64)
+        ok = r > 0 if threshold is None else r >= threshold
+        frame = pl.DataFrame({"r": series}).select(
+            ok=pl.when(r.is_nan()).then(False).otherwise(ok), score=r.fill_nan(0.0),
+            detail=pl.when(r.is_null()).then(null))
+    else:  # dicts / strings: promptfoo's normalisation on each value
+        values = [None if v is None else normalise(v, threshold) for v in series.to_list()]
+        frame = pl.DataFrame([v or (None, None, "the check returned null for this row")
+                              for v in values], schema=RESULT, orient="row")
+    return frame.select(pl.col("ok").cast(pl.Boolean), pl.col("score").cast(pl.Float64),
+                        pl.col("detail").cast(pl.String))
+
+
+@assertion("python", kind=Kind.DISTINCT, literal_value=True, needs_text=False,
+           prepare=load_script)
+def python(ctx: Ctx) -> Verdict:
+    """A Python expression or function decides: bool, score, or a GradingResult dict."""
+    script: Script = ctx.prepared
+    config = ctx.spec.args.get("config")
+
+    def run(rows: pl.Series) -> pl.Series:
+        if script.batch:
+            return _call_batch(script, ctx.threshold, rows)
+        return caseframe.over_keys(
+            rows, lambda uniq: _call_rows(script, ctx.threshold, config, uniq), RESULT)
+
+    result = ctx.once(caseframe.all_columns().map_batches(run, return_dtype=pl.Struct(RESULT)))
+    return Verdict(result.struct.field("ok"), f"pass the python check ({script.source})",
+                   score=result.struct.field("score"), detail=result.struct.field("detail"))

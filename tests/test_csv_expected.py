@@ -1,0 +1,118 @@
+"""The CSV `__expected` convention (promptfoo §7.5): prefixes, CSV default thresholds, trimming."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_custom import write_suite
+
+import checkllm_batch as cb
+from checkllm_batch.spec.testfiles import assertion_from_string, read_test_file
+
+# (trimmed cell, assertion) — promptfoo's assertionFromString, §7.5 steps 1-5
+CELLS = [
+    ("javascript: output.length > 3", {"type": "javascript", "value": "output.length > 3"}),
+    ("fn:output === 'x'", {"type": "javascript", "value": "output === 'x'"}),
+    ("eval: 1", {"type": "javascript", "value": "1"}),
+    ("file://check.js", {"type": "javascript", "value": "file://check.js"}),
+    ("grade: be polite", {"type": "llm-rubric", "value": " be polite"}),  # rest not trimmed
+    ("llm-rubric:be polite", {"type": "llm-rubric", "value": "be polite"}),
+    ("python: 'a' in output", {"type": "python", "value": "'a' in output"}),
+    ("python: file://check.py", {"type": "python", "value": "file://check.py"}),
+    ("file://check.py:fn", {"type": "python", "value": "file://check.py:fn"}),  # deviation
+    ("contains: Paris", {"type": "contains", "value": "Paris"}),  # trimmed (issue #3861)
+    ("not-icontains:error", {"type": "not-icontains", "value": "error"}),
+    ("contains-all:a, b ,c", {"type": "contains-all", "value": ["a", "b", "c"]}),
+    ('icontains-any:"a,b", c', {"type": "icontains-any", "value": ["a,b", "c"]}),  # [N] quotes
+    ("is-json", {"type": "is-json"}),
+    ('is-json: {"type": "object"}', {"type": "is-json", "value": ' {"type": "object"}'}),
+    ("contains-json:{}", {"type": "contains-json", "value": "{}"}),
+    ("similar:Hello", {"type": "similar", "value": "Hello", "threshold": 0.8}),
+    ("similar(0.6):Hello", {"type": "similar", "value": "Hello", "threshold": 0.6}),
+    ("levenshtein:foo", {"type": "levenshtein", "value": "foo", "threshold": 0.75}),
+    ("levenshtein(5):foo", {"type": "levenshtein", "value": "foo", "threshold": 5.0}),
+    ("starts-with: Yes", {"type": "starts-with", "value": "Yes", "threshold": 0.75}),
+    ("latency:", {"type": "latency", "value": "", "threshold": 0.75}),
+    ("cost", {"type": "cost", "threshold": 0.75}),
+    ("rouge-n:the cat", {"type": "rouge-n", "value": "the cat", "threshold": 0.75}),
+    ("answer-relevance", {"type": "answer-relevance", "threshold": 0.75}),
+    ("perplexity-score(0.3)", {"type": "perplexity-score", "threshold": 0.3}),
+    ("classifier:positive", {"type": "classifier", "value": "positive", "threshold": 0.75}),
+    ("regex:^\\d+$", {"type": "regex", "value": "^\\d+$"}),
+    ("equals:exact", {"type": "equals", "value": "exact"}),
+    ("Paris", {"type": "equals", "value": "Paris"}),  # no known prefix: equals
+    ("grade(0.7): x", {"type": "equals", "value": "grade(0.7): x"}),  # no (N) for prefixes
+    ("contains:a:b", {"type": "contains", "value": "a:b"}),
+    ("contains:Ünïcödé ✓", {"type": "contains", "value": "Ünïcödé ✓"}),
+    ("expression:length(output) > 3", {"type": "expression", "value": "length(output) > 3"}),
+]
+
+
+@pytest.mark.parametrize("cell,expected", CELLS)
+def test_assertion_from_string(cell, expected):
+    assert assertion_from_string(cell) == expected
+
+
+CSV = (
+    "question,__expected,__expected2,__expected3,__threshold,__description,__metric,"
+    "__metadata:topic,__metadata:tags[],__prefix,__suffix,__config:__expected2:threshold,"
+    "_expected\n"
+    'capital?,  contains: Paris  ,,"icontains-any:a,b",0,geo row,acc,geo,"x, y\\, z",P:, :S,0.4,v\n'
+    ",,,,0.5abc,,,,,,,,\n"
+)
+
+
+def test_csv_columns(tmp_path):
+    path = tmp_path / "tests.csv"
+    path.write_text(CSV, encoding="utf-8")
+    first, second = read_test_file(path)
+    assert first["vars"] == {"question": "capital?", "_expected": "v"}
+    assert first["assert"] == [  # the empty __expected2 cell is skipped: __expected2's
+        {"type": "contains", "value": "Paris", "metric": "acc"},  # threshold indexes the
+        {"type": "icontains-any", "value": ["a", "b"], "metric": "acc", "threshold": 0.4}]  # 2nd
+    assert "threshold" not in first  # __threshold 0 is dropped
+    assert first["description"] == "geo row"
+    assert first["metadata"] == {"topic": "geo", "tags": ["x", "y, z"]}
+    assert first["options"] == {"prefix": "P:", "suffix": " :S"}
+    assert second["threshold"] == 0.5  # parseFloat("0.5abc")
+    assert second["description"] == "Row #2" and second["assert"] == []
+
+
+def test_csv_threshold_that_is_not_a_number_is_a_config_error(tmp_path):
+    path = tmp_path / "tests.csv"
+    path.write_text("q,__threshold\nx,abc\n", encoding="utf-8")
+    with pytest.raises(cb.ConfigError, match="__threshold must be a number"):
+        read_test_file(path)
+
+
+def test_csv_suite_end_to_end(tmp_path):
+    (tmp_path / "tests.csv").write_text(
+        "__expected,__expected2,__providerOutput,__description\n"
+        "contains: Paris ,not-contains:Berlin,The capital is Paris,a\n"
+        "javascript: output.length > 3,,x,b\n", encoding="utf-8")
+    with pytest.raises(cb.ConfigError, match="as `python`"):
+        cb.load(write_suite(tmp_path, {"tests": "file://tests.csv"}))
+    (tmp_path / "tests.csv").write_text(
+        "__expected,__expected2,__providerOutput,__description\n"
+        "contains: Paris ,not-contains:Berlin,The capital is Paris,a\n"
+        "python: len(output) > 3,,xy,b\n", encoding="utf-8")
+    run = cb.evaluate(cb.load(write_suite(tmp_path, {"tests": "file://tests.csv"})))
+    assert run.test_results["status"].to_list() == ["pass", "fail"]
+
+
+def test_same_verdicts_as_promptfoo_0_123_1(tmp_path):
+    """This CSV gave, in promptfoo 0.123.1 offline: row 1 fails with score 0.75
+    (levenshtein over its 0.9 threshold), row 2 passes with score 1."""
+    (tmp_path / "t.csv").write_text(
+        "__providerOutput,__expected1,__expected2,__expected3,__expected4,"
+        "__config:__expected2:threshold\n"
+        'The capital is Paris,  contains: Paris  ,levenshtein:The capital is Pari,'
+        '"icontains-any:""x,y"", paris",starts-with:The,0.9\n'
+        "The capital is Paris,contains:Paris,levenshtein:The capital is Pari,"
+        "python: 'Paris' in output,equals:The capital is Paris,2\n", encoding="utf-8")
+    run = cb.evaluate(cb.load(write_suite(tmp_path, {"tests": "file://t.csv"})))
+    assert run.assertion_results.select("case_id", "type", "status", "score").rows() == [
+        (0, "contains", "pass", 1.0), (0, "levenshtein", "fail", 0.0),
+        (0, "icontains-any", "pass", 1.0), (0, "starts-with", "pass", 1.0),
+        (1, "contains", "pass", 1.0), (1, "levenshtein", "pass", 1.0),
+        (1, "python", "pass", 1.0), (1, "equals", "pass", 1.0)]
+    assert run.test_results.select("status", "score").rows() == [("fail", 0.75), ("pass", 1.0)]

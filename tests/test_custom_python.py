@@ -1,0 +1,194 @@
+"""`python`: inline expressions, file functions, batch functions; promptfoo §5.17 normalisation."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_custom import parse_problems, results, run
+
+from checkllm_batch.assertions.scripts import normalise
+
+# (returned value, threshold, expected pass, expected score, reason fragment or None)
+NORMALISE = [
+    (True, None, True, 1.0, None),
+    (False, None, False, 0.0, None),
+    ("true", None, True, 1.0, None),
+    ("FALSE", None, False, 0.0, None),
+    (0.7, None, True, 0.7, None),
+    (0, None, False, 0.0, None),
+    (-1, None, False, -1.0, None),  # promptfoo keeps the raw number as score
+    (0.4, 0.5, False, 0.4, None),
+    (0.5, 0.5, True, 0.5, None),  # >= threshold, no epsilon
+    ("0.5abc", None, True, 0.5, None),  # JavaScript parseFloat
+    (" .25", None, True, 0.25, None),
+    ("abc", None, False, 0.0, "NaN"),
+    ({"pass": True, "score": 0.3, "reason": "ok"}, 0.5, False, 0.3, "less than threshold"),
+    ({"pass": True, "score": 0.3, "reason": "ok"}, None, True, 0.3, "ok"),
+    ('{"pass": true, "score": 0.3}', 0.5, True, 0.3, None),  # JSON text: threshold not applied
+    ({"pass_": False}, None, False, 0.0, None),
+    ({"pass": True}, None, True, 1.0, None),
+    ({"score": 0.0}, None, False, 0.0, None),
+    ({}, None, False, 0.0, "neither"),
+    (None, None, False, 0.0, "must return"),
+    ([1], None, False, 0.0, "must return"),
+    ("{not json", None, False, 0.0, "invalid GradingResult"),
+]
+
+
+@pytest.mark.parametrize("value,threshold,passed,score,reason", NORMALISE)
+def test_normalise(value, threshold, passed, score, reason):
+    got = normalise(value, threshold)
+    assert got[0] is passed
+    assert got[1] == pytest.approx(score, abs=1e-6)
+    if reason:
+        assert reason in got[2]
+
+
+# (code, output, vars, status, score)
+INLINE = [
+    ("'Paris' in output", "The capital is Paris", {}, "pass", 1.0),
+    ("'Paris' in output", "", {}, "fail", 0.0),
+    ("'Paris' in output", "Ünïcödé Paris ✓", {}, "pass", 1.0),
+    ("len(output) / 10", "abcde", {}, "pass", 0.5),
+    ("context['vars']['city'] in output", "Berlin!", {"city": "Berlin"}, "pass", 1.0),
+    ("context['vars']['city'] in output", "Berlin!", {"city": "Rome"}, "fail", 0.0),
+    ("x = len(output)\nreturn x > 3", "abcd", {}, "pass", 1.0),
+    ("x = len(output)\nreturn x > 3", "abc", {}, "fail", 0.0),
+    ("{'pass': True, 'score': 0.25, 'reason': 'quarter'}", "x", {}, "pass", 0.25),
+    ("'{{city}}' in output", "in Oslo", {"city": "Oslo"}, "pass", 1.0),  # value rendered per row
+]
+
+
+@pytest.mark.parametrize("code,output,vars,status,score", INLINE)
+def test_inline(tmp_path, code, output, vars, status, score):
+    [r] = results(tmp_path, {"type": "python", "value": code}, [{"output": output}], vars)
+    assert (r["status"], r["score"]) == (status, pytest.approx(score, abs=1e-6))
+
+
+def test_null_output_reaches_the_code_and_an_exception_fails_that_row(tmp_path):
+    rows = [{"output": None}, {"output": "Paris"}]
+    got = results(tmp_path, {"type": "python", "value": "'Paris' in output"}, rows)
+    assert got[0]["status"] == "fail" and "Python code execution failed: TypeError" in got[0]["reason"]
+    assert got[1]["status"] == "pass"
+
+
+def test_json_output_is_passed_parsed(tmp_path):
+    got = results(tmp_path, {"type": "python", "value": "output['a'] == 1"},
+                  [{"output": {"a": 1}}, {"output": {"a": 2}}])
+    assert [r["status"] for r in got] == ["pass", "fail"]
+
+
+def test_negation_flips_pass_and_score(tmp_path):
+    got = results(tmp_path, {"type": "not-python", "value": "'x' in output"},
+                  [{"output": "x"}, {"output": "y"}])
+    assert [(r["status"], r["score"]) for r in got] == [("fail", 0.0), ("pass", 1.0)]
+
+
+CHECKS = '''
+import polars as pl
+from checkllm_batch import batch_check
+
+def get_assert(output, context):
+    return {"pass": "Paris" in output, "score": 0.5, "reason": "looked for Paris"}
+
+def boom(output, context):
+    raise RuntimeError("kaput")
+
+@batch_check
+def short(df):
+    return df["output"].str.len_chars() < 5
+
+@batch_check
+def ratio(df):
+    return df["output"].str.len_chars() / 10
+
+@batch_check
+def by_var(df):
+    return df["output"].str.contains(df["city"].str.to_uppercase())
+
+@batch_check
+def dicts(df):
+    return [{"pass": len(o) > 2, "score": 0.9, "reason": "r" + o} for o in df["output"]]
+
+@batch_check
+def with_nulls(df):
+    return pl.Series([True, None, False])[: df.height]
+
+@batch_check
+def wrong_length(df):
+    return [True]
+
+@batch_check
+def raises(df):
+    raise ValueError("bad batch")
+
+def attr(df):
+    return [o == "a" for o in df["output"]]
+attr.batch = True
+
+calls = []
+def counted(output, context):
+    calls.append(output)
+    return True
+'''
+
+ROWS = [{"output": "a"}, {"output": "abcdef"}, {"output": "PARIS"}]
+# (function, threshold, expected statuses, expected scores, reason fragment of row 0)
+FILE_CASES = [
+    ("", None, ["fail", "fail", "fail"], [0.5, 0.5, 0.5], "looked for Paris"),
+    (":boom", None, ["fail"] * 3, [0.0] * 3, "Python code execution failed: RuntimeError: kaput"),
+    (":short", None, ["pass", "fail", "fail"], [1.0, 0.0, 0.0], None),
+    (":ratio", 0.5, ["fail", "pass", "pass"], [0.1, 0.6, 0.5], None),
+    (":ratio", None, ["pass", "pass", "pass"], [0.1, 0.6, 0.5], None),
+    (":by_var", None, ["fail", "fail", "pass"], [0.0, 0.0, 1.0], None),
+    (":dicts", None, ["fail", "pass", "pass"], [0.9, 0.9, 0.9], "ra"),
+    (":with_nulls", None, ["pass", "error", "fail"], [1.0, None, 0.0], None),
+    (":wrong_length", None, ["fail"] * 3, [0.0] * 3, "returned 1 results for 3 rows"),
+    (":raises", None, ["fail"] * 3, [0.0] * 3, "ValueError: bad batch"),
+    (":attr", None, ["pass", "fail", "fail"], [1.0, 0.0, 0.0], None),
+]
+
+
+@pytest.mark.parametrize("fn,threshold,statuses,scores,reason", FILE_CASES)
+def test_file_functions(tmp_path, fn, threshold, statuses, scores, reason):
+    (tmp_path / "checks.py").write_text(CHECKS)
+    a = {"type": "python", "value": f"file://checks.py{fn}"}
+    if threshold is not None:
+        a["threshold"] = threshold
+    got = results(tmp_path, a, ROWS, {"city": "paris"})
+    assert [r["status"] for r in got] == statuses
+    assert [r["score"] for r in got] == [pytest.approx(s, abs=1e-6) if s is not None else None
+                                        for s in scores]
+    if reason:
+        assert reason in got[0]["reason"]
+
+
+def test_row_function_runs_once_per_distinct_case(tmp_path):
+    (tmp_path / "checks.py").write_text(CHECKS)
+    rows = [{"output": "same"}] * 50 + [{"output": "other"}] * 50
+    run(tmp_path, [{"type": "python", "value": "file://checks.py:counted"}], rows)
+    from checkllm_batch.assertions.scripts import _MODULES
+    module = [m for m in _MODULES.values() if hasattr(m, "counted")][-1]
+    assert sorted(module.calls) == ["other", "same"]
+
+
+# (value, message fragment): checked before any row is read
+PARSE_ERRORS = [
+    ("'a' in", "invalid Python"),
+    ("file://missing.py", "file not found"),
+    ("file://checks.py:nope", "no function 'nope'"),
+    ("file://checks.txt", "must end in .py"),
+    ("", "value must be Python code"),
+]
+
+
+@pytest.mark.parametrize("value,message", PARSE_ERRORS)
+def test_parse_time_errors(tmp_path, value, message):
+    (tmp_path / "checks.py").write_text(CHECKS)
+    suite = {"tests": [{"assert": [{"type": "python", "value": value}]}]}
+    assert message in parse_problems(tmp_path, suite)
+
+
+def test_javascript_is_a_parse_error_pointing_to_python_and_expression(tmp_path):
+    suite = {"tests": [{"assert": [{"type": "javascript", "value": "output.length > 3"}]}]}
+    problems = parse_problems(tmp_path, suite)
+    assert "javascript" in problems and "`python`" in problems and "`expression`" in problems

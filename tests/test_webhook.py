@@ -1,0 +1,153 @@
+"""`webhook` against a local HTTP server on 127.0.0.1: request shape, verdicts, retries, errors."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from helpers_custom import parse_problems, results
+
+
+class Server:
+    """Replies by output text: a JSON body, or an HTTP status; counts and keeps requests."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.failures_left: dict[str, int] = {}
+        self.active = self.peak = 0
+        server = self
+        lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with lock:
+                    server.requests.append(body)
+                    server.active += 1
+                    server.peak = max(server.peak, server.active)
+                try:
+                    self._reply(body)
+                finally:
+                    with lock:
+                        server.active -= 1
+
+            def _reply(self, body):
+                output = body["output"] if isinstance(body["output"], str) else "json"
+                if server.failures_left.get(output, 0) > 0:
+                    server.failures_left[output] -= 1
+                    return self._send(503, b"busy")
+                replies = {
+                    "good": {"pass": True, "score": 0.9, "reason": "fine"},
+                    "bad": {"pass": False, "reason": "nope"},
+                    "flaky": {"pass": True},
+                    "json": {"pass": body["output"] == {"a": 1}},
+                    "vars": {"pass": body["context"]["vars"].get("city") == "Paris"},
+                    "nopass": {"score": 1},
+                }
+                if output == "http404":
+                    return self._send(404, b"missing")
+                if output == "notjson":
+                    return self._send(200, b"<html>")
+                if output.startswith("slow"):
+                    import time
+                    time.sleep(0.05)
+                    return self._send(200, b'{"pass": true}')
+                self._send(200, json.dumps(replies.get(output, {"pass": True})).encode())
+
+            def _send(self, code, data):
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/check"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def server():
+    s = Server()
+    yield s
+    s.httpd.shutdown()
+
+
+# (output, status, score, reason fragment)
+CASES = [
+    ("good", "pass", 0.9, "fine"),
+    ("bad", "fail", 0.0, "nope"),
+    ("", "pass", 1.0, None),
+    ("Ünïcödé ✓", "pass", 1.0, None),
+    ("http404", "error", None, "Webhook error: HTTP 404"),
+    ("notjson", "error", None, "Webhook error"),
+    ("nopass", "error", None, "no boolean `pass`"),
+    ("vars", "pass", 1.0, None),
+]
+
+
+@pytest.mark.parametrize("output,status,score,reason", CASES)
+def test_verdicts(tmp_path, server, output, status, score, reason):
+    [r] = results(tmp_path, {"type": "webhook", "value": server.url}, [{"output": output}],
+                  {"city": "Paris"})
+    assert r["status"] == status
+    assert r["score"] == (None if score is None else pytest.approx(score, abs=1e-6))
+    if reason:
+        assert reason in r["reason"]
+
+
+def test_request_shape_and_one_request_per_distinct_case(tmp_path, server):
+    rows = [{"output": "good"}] * 20 + [{"output": {"a": 1}}] * 5
+    got = results(tmp_path, {"type": "webhook", "value": server.url}, rows[:20], {"city": "X"})
+    assert {r["status"] for r in got} == {"pass"}
+    assert len(server.requests) == 1
+    assert server.requests[0] == {"output": "good", "context": {"prompt": None,
+                                                               "vars": {"city": "X"}}}
+
+
+def test_json_output_is_sent_as_json(tmp_path, server):
+    [r] = results(tmp_path, {"type": "webhook", "value": server.url}, [{"output": {"a": 1}}])
+    assert r["status"] == "pass" and server.requests[0]["output"] == {"a": 1}
+
+
+def test_retries_then_succeeds(tmp_path, server):
+    server.failures_left["flaky"] = 2
+    [r] = results(tmp_path, {"type": "webhook", "value": server.url, "config": {"retries": 2}},
+                  [{"output": "flaky"}])
+    assert r["status"] == "pass" and len(server.requests) == 3
+
+
+def test_retries_exhausted_is_an_error_not_a_fail(tmp_path, server):
+    server.failures_left["flaky"] = 5
+    [r] = results(tmp_path, {"type": "webhook", "value": server.url, "config": {"retries": 1}},
+                  [{"output": "flaky"}])
+    assert (r["status"], r["score"]) == ("error", None) and "HTTP 503" in r["reason"]
+    assert len(server.requests) == 2
+
+
+def test_concurrency_is_bounded(tmp_path, server):
+    rows = [{"output": f"slow{i}"} for i in range(12)]
+    got = results(tmp_path, {"type": "webhook", "value": server.url,
+                             "config": {"concurrency": 3}}, rows)
+    assert {r["status"] for r in got} == {"pass"}
+    assert len(server.requests) == 12 and 1 <= server.peak <= 3
+
+
+def test_negation_flips_score(tmp_path, server):
+    [r] = results(tmp_path, {"type": "not-webhook", "value": server.url}, [{"output": "good"}])
+    assert r["status"] == "fail" and r["score"] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("fields,message", [
+    ({"value": "ftp://x"}, "http(s):// URL"),
+    ({"value": "http://x", "config": {"concurrency": 0}}, "concurrency"),
+    ({"value": "http://x", "config": {"retries": -1}}, "retries"),
+])
+def test_parse_time_errors(tmp_path, fields, message):
+    suite = {"tests": [{"assert": [{"type": "webhook", **fields}]}]}
+    assert message in parse_problems(tmp_path, suite)

@@ -18,7 +18,7 @@ from .errors import InputError
 from .evaluate.engine import evaluate_batch
 from .evaluate.plan import build_plan
 from .load.cases import CaseBuilder
-from .load.outputs import read_batches
+from .load.outputs import read_ahead, read_batches
 from .spec.model import Suite
 from .spec.parse import load_suite
 from .store import results as store
@@ -127,7 +127,7 @@ def _batches(suite: Suite, outputs: Outputs, rows: int
         source = str(outputs)
         total = pq.ParquetFile(source).metadata.num_rows if source.endswith(".parquet") \
             and Path(source).exists() else None
-        return source, read_batches(source, rows), total
+        return source, read_ahead(read_batches(source, rows)), total
     return suite.path, iter(inline_outputs(suite).to_batches(max_chunksize=rows)), None
 
 

@@ -16,6 +16,8 @@ CASES = [
     ({"type": "similarity", "reference": "hello world"}, "hello world", ("pass", 1.0)),
     ({"type": "not-similarity", "value": "abcd"}, "wxyz", ("pass", 1.0)),  # score 1 - 0
     ({"type": "not-similarity", "value": "abcd"}, "abce", ("pass", 0.25)),
+    ({"type": "similarity", "value": ""}, "", ("pass", 1.0)),
+    ({"type": "similarity", "value": "ab"}, "😀b", ("fail", 1 / 3)),  # UTF-16: 😀 is 2 units
 ]
 
 
@@ -32,7 +34,7 @@ def test_levenshtein_reason_gives_distance(tmp_path):
     r = run(tmp_path, {"defaultTest": {"assert": [{"type": "levenshtein", "value": "kitten",
                                                    "threshold": 1}]}}, [{"output": "sitting"}])
     assert r.assertion_results["reason"][0] == (
-        'Expected output to be within edit distance 1 of "kitten": distance > 1')
+        'Expected output to be within edit distance 1 of "kitten": distance 3')
 
 
 def test_similarity_reference_per_row(tmp_path):

@@ -17,28 +17,21 @@ def _utf16(text: str) -> list[int]:
     return memoryview(text.encode("utf-16-le")).cast("H").tolist()
 
 
-def _pairwise(scorer, utf16: bool = False, **kwargs):
-    """A batch function: the scorer over (output, value) pairs, on both cores."""
-
-    def run(pairs: pl.Series) -> pl.Series:
-        left = pairs.struct.field("a").fill_null("")
-        right = pairs.struct.field("b").fill_null("")
-        scores = process.cpdist(left.to_list(), right.to_list(), scorer=scorer, workers=-1,
-                                dtype=np.float64, **kwargs)
-        if utf16:  # promptfoo counts UTF-16 code units: redo the few rows with astral chars
-            pairs_ = pl.DataFrame({"a": left, "b": right})
-            non_ascii = (pairs_["a"].str.len_bytes() != pairs_["a"].str.len_chars()) | (
-                pairs_["b"].str.len_bytes() != pairs_["b"].str.len_chars())
-            astral = np.zeros(len(left), dtype=bool)
-            if non_ascii.any():  # the regex only where a character is not ASCII
-                rows = non_ascii.arg_true()
-                astral[rows.to_numpy()] = (left.gather(rows).str.contains(_ASTRAL)
-                                           | right.gather(rows).str.contains(_ASTRAL)).to_numpy()
-            for i in np.flatnonzero(astral):  # row-wise: only rows holding astral characters
-                scores[i] = scorer(_utf16(left[int(i)]), _utf16(right[int(i)]), **kwargs)
-        return pl.Series(scores, dtype=pl.Float64)
-
-    return run
+def _distances(pairs: pl.Series) -> pl.Series:
+    """Levenshtein distance of each (a, b) pair, in one rapidfuzz call on all cores."""
+    left = pairs.struct.field("a").fill_null("")
+    right = pairs.struct.field("b").fill_null("")
+    scores = process.cpdist(left.to_list(), right.to_list(), scorer=Levenshtein.distance,
+                            workers=-1, dtype=np.float64)
+    # promptfoo counts UTF-16 code units: redo the few rows holding astral characters.
+    non_ascii = (left.str.len_bytes() != left.str.len_chars()) | (
+        right.str.len_bytes() != right.str.len_chars())
+    if non_ascii.any():  # the regex only where some character is not ASCII
+        rows = non_ascii.arg_true()
+        astral = left.gather(rows).str.contains(_ASTRAL) | right.gather(rows).str.contains(_ASTRAL)
+        for i in rows.filter(astral).to_list():  # row-wise: only rows holding astral characters
+            scores[i] = Levenshtein.distance(_utf16(left[i]), _utf16(right[i]))
+    return pl.Series(scores, dtype=pl.Float64)
 
 
 def _string(value, spec) -> None:
@@ -50,30 +43,36 @@ def _value(ctx: Ctx) -> pl.Expr:
     return pl.lit(js_string(ctx.literal)) if ctx.literal is not None else ctx.value.cast(pl.String)
 
 
+def _distance(ctx: Ctx, value: pl.Expr) -> pl.Expr:
+    """Levenshtein distance between the output and the value in UTF-16 code units, computed
+    once per batch and shared by every assertion comparing the same pair."""
+    what = ctx.literal if ctx.literal is not None else ctx.spec.value
+    return ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
+        _distances, return_dtype=pl.Float64),
+        shared=f"levenshtein(output, {what!r})")
+
+
+def _utf16_length(text: pl.Expr) -> pl.Expr:
+    return text.str.len_chars() + text.str.count_matches(_ASTRAL)
+
+
 @assertion("levenshtein", default_threshold=5.0, prepare=_string)
 def levenshtein(ctx: Ctx) -> Verdict:
     """Levenshtein edit distance to the value is at most the threshold (default 5)."""
     value = _value(ctx)
-    threshold = ctx.threshold
-    # score_cutoff: rapidfuzz stops once the distance exceeds the threshold (banded, fast);
-    # it then reports threshold + 1, so the reason says "more than" instead of a number.
-    distance = ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
-        _pairwise(Levenshtein.distance, utf16=True, score_cutoff=int(threshold)),
-        return_dtype=pl.Float64))
-    shown = pl.when(distance > threshold).then(pl.lit(f"distance > {threshold:g}")).otherwise(
-        pl.format("distance {}", distance.cast(pl.Int64)))
-    return Verdict(distance <= threshold,
-                   pl.concat_str([pl.lit(f"be within edit distance {threshold:g} of "),
+    distance = _distance(ctx, value)
+    return Verdict(distance <= ctx.threshold,
+                   pl.concat_str([pl.lit(f"be within edit distance {ctx.threshold:g} of "),
                                   quoted(value)]),
-                   detail=shown)
+                   detail=pl.format("distance {}", distance.cast(pl.Int64)))
 
 
 @assertion("similarity", default_threshold=0.8, value_aliases=("reference",), prepare=_string)
 def similarity(ctx: Ctx) -> Verdict:
     """CheckLLM: normalised Levenshtein similarity (1 - distance / longer length) >= threshold."""
     value = _value(ctx)
-    ratio = ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
-        _pairwise(Levenshtein.normalized_similarity), return_dtype=pl.Float64))
+    longer = pl.max_horizontal(_utf16_length(ctx.output.fill_null("")), _utf16_length(value))
+    ratio = pl.when(longer == 0).then(1.0).otherwise(1.0 - _distance(ctx, value) / longer)
     return Verdict(ratio >= ctx.threshold,
                    pl.concat_str([pl.lit(f"have similarity >= {ctx.threshold:g} to "),
                                   quoted(value)]),

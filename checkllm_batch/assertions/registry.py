@@ -9,6 +9,7 @@ engine adds what every type shares: negation, null/non-text outputs, reasons, st
 from __future__ import annotations
 
 import enum
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -43,11 +44,13 @@ class Ctx:
     key: int = 0
     stash: dict[str, pl.Expr] = field(default_factory=dict)
 
-    def once(self, expr: pl.Expr) -> pl.Expr:
+    def once(self, expr: pl.Expr, shared: str | None = None) -> pl.Expr:
         """Compute `expr` once per batch and refer to its column. Use it for anything opaque
         or costly (a library call through map_batches), which Polars would otherwise run
-        again for every reference."""
-        name = f"__k{self.key}_{len(self.stash)}"
+        again for every reference. Assertions passing the same `shared` key (naming what is
+        computed, e.g. the distance between the output and a value) compute it once."""
+        name = (f"__shared_{hashlib.sha1(shared.encode()).hexdigest()[:12]}" if shared
+                else f"__k{self.key}_{len(self.stash)}")
         self.stash[name] = expr
         return pl.col(name)
 

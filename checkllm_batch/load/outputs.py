@@ -7,6 +7,8 @@ stream, so memory depends on the batch size, not on the number of rows.
 from __future__ import annotations
 
 from pathlib import Path
+from queue import Queue
+from threading import Thread
 from typing import Iterator
 
 import duckdb
@@ -45,6 +47,27 @@ def read_batches(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
             yield from _jsonl(path, batch_rows)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(f"{source}: cannot read: {e}") from None
+
+
+def read_ahead(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Decode the next batch in a thread while the caller works on this one (Arrow's
+    readers release the GIL). At most one batch waits; reader errors surface in order."""
+    queue: Queue = Queue(maxsize=1)
+    done = object()
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                queue.put(batch)
+        except BaseException as e:  # handed to the consumer, raised there
+            queue.put(e)
+        queue.put(done)
+
+    Thread(target=produce, daemon=True).start()
+    while (item := queue.get()) is not done:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
 
 
 def _ipc_batches(path: Path) -> Iterator[pa.RecordBatch]:

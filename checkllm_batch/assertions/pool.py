@@ -1,0 +1,69 @@
+"""Parser checks over the distinct values of a batch, on every core when there are many.
+
+Like `distinct.over_distinct`, but the check is a module-level function `check(value, arg)`
+so that a process pool can run it: distinct values are split into chunks and checked in
+worker processes (spawned once, kept for the life of the program).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+from multiprocessing import get_context
+from typing import Any, Callable
+
+import polars as pl
+
+from .distinct import OUTCOME, Outcome
+
+POOL_MIN = 4_000  # fewer distinct values than this: checking in-process is faster
+_POOL: ProcessPoolExecutor | None = None
+
+
+def workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else os.cpu_count() or 1)
+
+
+def _pool() -> ProcessPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ProcessPoolExecutor(workers(), mp_context=get_context("spawn"))
+    return _POOL
+
+
+def _chunk(check: Callable[[Any, Any], Outcome], arg: Any, values: list) -> list[Outcome]:
+    return [check(v, arg) for v in values]  # row-wise: a parser looks at each distinct value
+
+
+def check_values(check: Callable[[Any, Any], Outcome], arg: Any, values: list,
+                 parallel: bool | None = None) -> list[Outcome]:
+    """Outcomes of `check(v, arg)` for each value, in order."""
+    use_pool = parallel if parallel is not None else (len(values) >= POOL_MIN and workers() > 1)
+    if not use_pool:
+        return _chunk(check, arg, values)
+    n = workers() * 4
+    size = -(-len(values) // n)
+    parts = [values[i:i + size] for i in range(0, len(values), size)]
+    out: list[Outcome] = []
+    for part in _pool().map(partial(_chunk, check, arg), parts):
+        out.extend(part)
+    return out
+
+
+def over_distinct_pool(expr: pl.Expr, check: Callable[[Any, Any], Outcome], arg: Any = None
+                       ) -> pl.Expr:
+    """A struct {ok, detail} per row: `check(value, arg)` once per distinct value of `expr`."""
+
+    def run(values: pl.Series) -> pl.Series:
+        uniq = values.unique()
+        outcomes = check_values(check, arg, uniq.to_list())
+        table = pl.DataFrame(
+            {"v": uniq, "ok": [o[0] for o in outcomes], "detail": [o[1] for o in outcomes]},
+            schema={"v": values.dtype, "ok": pl.Boolean, "detail": pl.String})
+        joined = values.to_frame("v").join(table, on="v", how="left", nulls_equal=True,
+                                           maintain_order="left")
+        return joined.select(pl.struct("ok", "detail")).to_series()
+
+    return expr.map_batches(run, return_dtype=OUTCOME)

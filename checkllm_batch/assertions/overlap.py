@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import polars as pl
 
+from .pool import once_per_input
 from .registry import Ctx, Verdict, assertion
 from .text import js_string
 from .words import WORD
@@ -50,7 +51,7 @@ def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, n: int) -> pl.LazyFr
     rg = (refs.select("id", "ref", g=_grams(pl.col("tok"), n)).explode("g").drop_nulls("g")
           .group_by("id", "ref", "g").agg(rc=pl.len()))
     m = (rg.join(cg, on=["id", "g"]).group_by("id", "ref")
-         .agg(pl.min_horizontal("cc", "rc").sum().alias(f"m{n}")))
+         .agg(pl.min_horizontal("cc", "rc").sum().cast(pl.Int64).alias(f"m{n}")))
     return (refs.select("id", "ref").join(m, on=["id", "ref"], how="left")
             .with_columns(pl.col(f"m{n}").fill_null(0)))
 
@@ -78,7 +79,7 @@ def _pair_scores(scorer: Scorer, tokenize: Callable[[pl.Expr], pl.Expr]):
 
 def _score(ctx: Ctx, scorer: Scorer, tokenize) -> pl.Expr:
     return pl.struct(a=ctx.output, b=_refs_expr(ctx)).map_batches(
-        _pair_scores(scorer, tokenize), return_dtype=pl.Float64)
+        once_per_input(_pair_scores(scorer, tokenize)), return_dtype=pl.Float64)
 
 
 def _graded(ctx: Ctx, name: str, score: pl.Expr) -> Verdict:
@@ -94,8 +95,8 @@ def bleu_tokens(text: pl.Expr) -> pl.Expr:
 
 
 def _lengths(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
-    c = cand.select("id", c=pl.col("tok").list.len())
-    return refs.select("id", "ref", r=pl.col("tok").list.len()).join(c, on="id")
+    c = cand.select("id", c=pl.col("tok").list.len().cast(pl.Int64))
+    return refs.select("id", "ref", r=pl.col("tok").list.len().cast(pl.Int64)).join(c, on="id")
 
 
 def bleu_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:

@@ -52,6 +52,23 @@ def check_values(check: Callable[[Any, Any], Outcome], arg: Any, values: list,
     return out
 
 
+def once_per_input(fn: Callable[[pl.Series], pl.Series]) -> Callable[[pl.Series], pl.Series]:
+    """A batch function that computes once per input: a Verdict reads its result in several
+    expressions (pass, score, reason), and Polars would otherwise call the UDF for each."""
+    last: dict[str, pl.Series] = {}
+
+    def run(values: pl.Series) -> pl.Series:
+        prev = last.get("in")
+        if prev is not None and prev.dtype == values.dtype and prev.len() == values.len() \
+                and prev.equals(values, check_names=False, null_equal=True):
+            return last["out"]
+        out = fn(values)
+        last["in"], last["out"] = values, out
+        return out
+
+    return run
+
+
 def over_distinct_pool(expr: pl.Expr, check: Callable[[Any, Any], Outcome], arg: Any = None
                        ) -> pl.Expr:
     """A struct {ok, detail} per row: `check(value, arg)` once per distinct value of `expr`."""
@@ -66,4 +83,4 @@ def over_distinct_pool(expr: pl.Expr, check: Callable[[Any, Any], Outcome], arg:
                                            maintain_order="left")
         return joined.select(pl.struct("ok", "detail")).to_series()
 
-    return expr.map_batches(run, return_dtype=OUTCOME)
+    return expr.map_batches(once_per_input(run), return_dtype=OUTCOME)

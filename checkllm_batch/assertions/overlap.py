@@ -37,23 +37,52 @@ def _refs_expr(ctx: Ctx) -> pl.Expr:
     return pl.concat_list(ctx.value.cast(pl.String))
 
 
-def _grams(tokens: pl.Expr, n: int) -> pl.Expr:
-    if n == 1:
-        return tokens
-    return tokens.list.eval(pl.concat_str([pl.element().shift(-k) for k in range(n)],
-                                          separator=SEP)).list.drop_nulls()
+K = 0x9E3779B97F4A7C15  # odd 64-bit multiplier to combine token hashes into n-gram hashes
 
 
-def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, n: int) -> pl.LazyFrame:
-    """(id, ref, m<n>): Σ_g min(count in candidate, count in reference) of n-grams g."""
-    cg = (cand.select("id", g=_grams(pl.col("tok"), n)).explode("g").drop_nulls("g")
-          .group_by("id", "g").agg(cc=pl.len()))
-    rg = (refs.select("id", "ref", g=_grams(pl.col("tok"), n)).explode("g").drop_nulls("g")
-          .group_by("id", "ref", "g").agg(rc=pl.len()))
-    m = (rg.join(cg, on=["id", "g"]).group_by("id", "ref")
-         .agg(pl.min_horizontal("cc", "rc").sum().cast(pl.Int64).alias(f"m{n}")))
-    return (refs.select("id", "ref").join(m, on=["id", "ref"], how="left")
-            .with_columns(pl.col(f"m{n}").fill_null(0)))
+def gram_counts(frame: pl.LazyFrame, keys: list[str], max_n: int) -> pl.LazyFrame:
+    """(keys..., n, g, cnt): how often each n-gram (n = 1..max_n) occurs in `tok`."""
+    return gram_rows(frame, keys, max_n).group_by(*keys, "n", "g").agg(cnt=pl.len().cast(pl.Int64))
+
+
+def gram_rows(frame: pl.LazyFrame, keys: list[str], max_n: int) -> pl.LazyFrame:
+    """(keys..., n, g): one row per n-gram occurrence (n = 1..max_n) in `tok`.
+
+    Tokens are exploded once into one flat column of 64-bit hashes; an n-gram's hash
+    combines the hashes of n consecutive rows (shifts over the flat column, wrapping
+    arithmetic), kept only where the n rows belong to the same token list."""
+    length = pl.col("tok").list.len().cast(pl.Int64)
+    flat = (frame.select(*keys, "tok", start=length.cum_sum() - length, len=length)
+            .explode("tok").drop_nulls("tok")
+            .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int64) - pl.col("start"),
+                          h=pl.col("tok").hash(17)))
+    parts = []
+    g = pl.col("h")
+    for n in range(1, max_n + 1):
+        if n > 1:
+            g = g * pl.lit(K, pl.UInt64) + pl.col("h").shift(-(n - 1))
+        parts.append(flat.select(*keys, "pos", "len", n=pl.lit(n, pl.Int8), g=g)
+                     .filter(pl.col("pos") + n <= pl.col("len")).drop("pos", "len"))
+    return pl.concat(parts)
+
+
+def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
+    """(id, ref, m1..m<max_n>): Σ_g min(count in output, count in reference) per order.
+
+    `cand` has (id, tok); `refs` has (id, ref, rid, tok) where `rid` numbers the distinct
+    reference texts, so a reference shared by every row is counted once."""
+    distinct_refs = refs.group_by("rid").agg(pl.col("tok").first())
+    rg = gram_counts(distinct_refs, ["rid"], max_n).rename({"cnt": "rc"})
+    # only output n-grams the reference also has can match: join first, count the few left
+    shared = (gram_rows(cand, ["id"], max_n).join(refs.select("id", "ref", "rid"), on="id")
+              .join(rg, on=["rid", "n", "g"]))
+    m = (shared.group_by("id", "ref", "n", "g").agg(cnt=pl.len(), rc=pl.col("rc").first())
+         .group_by("id", "ref", "n").agg(m=pl.min_horizontal("cnt", "rc").sum()))
+    wide = m.group_by("id", "ref").agg(
+        *(pl.col("m").filter(pl.col("n") == n).sum().alias(f"m{n}") for n in range(1, max_n + 1)))
+    return (refs.select("id", "ref").join(wide, on=["id", "ref"], how="left")
+            .with_columns(pl.col(f"m{n}").fill_null(0).cast(pl.Int64)
+                          for n in range(1, max_n + 1)))
 
 
 Scorer = Callable[[pl.LazyFrame, pl.LazyFrame], pl.LazyFrame]  # (cand, refs) -> (id, score)
@@ -65,10 +94,13 @@ def _pair_scores(scorer: Scorer, tokenize: Callable[[pl.Expr], pl.Expr]):
     def run(pairs: pl.Series) -> pl.Series:
         frame = pairs.struct.unnest().with_row_index("row")
         uniq = frame.select("a", "b").unique(maintain_order=True).with_row_index("id")
-        cand = uniq.lazy().select("id", "a", tok=tokenize(pl.col("a")))
+        cand = uniq.lazy().select("id", tok=tokenize(pl.col("a")))
         refs = (uniq.lazy().select("id", pl.col("b").alias("r")).explode("r")
-                .with_columns(ref=pl.int_range(pl.len()).over("id"))
-                .select("id", "ref", "r", tok=tokenize(pl.col("r"))))
+                .with_columns(ref=pl.int_range(pl.len()).over("id")))
+        texts = (refs.select("r").unique().with_row_index("rid")
+                 .with_columns(tok=tokenize(pl.col("r"))))
+        refs = refs.join(texts, on="r", how="left", nulls_equal=True).select("id", "ref", "rid",
+                                                                              "tok")
         scores = scorer(cand, refs).collect()
         back = frame.join(uniq, on=["a", "b"], how="left", nulls_equal=True)
         back = back.join(scores, on="id", how="left").sort("row")
@@ -100,9 +132,7 @@ def _lengths(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def bleu_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
-    per_ref = _lengths(cand, refs)
-    for n in range(1, MAX_N + 1):
-        per_ref = per_ref.join(clipped_matches(cand, refs, n), on=["id", "ref"])
+    per_ref = _lengths(cand, refs).join(clipped_matches(cand, refs, MAX_N), on=["id", "ref"])
     c = pl.col("c")
     closest = pl.col("r").sort_by((pl.col("r") - c).abs(), pl.col("r")).first()
     per_id = per_ref.group_by("id").agg(c.first(), closest.alias("r"),
@@ -132,9 +162,7 @@ def gleu_tokens(text: pl.Expr) -> pl.Expr:
 
 
 def gleu_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
-    per_ref = _lengths(cand, refs)
-    for n in range(1, MAX_N + 1):
-        per_ref = per_ref.join(clipped_matches(cand, refs, n), on=["id", "ref"])
+    per_ref = _lengths(cand, refs).join(clipped_matches(cand, refs, MAX_N), on=["id", "ref"])
     same = (refs.select("id", "ref", rt="tok").join(cand.select("id", ct="tok"), on="id")
             .select("id", "ref", same=pl.col("rt") == pl.col("ct")))
     per_ref = per_ref.join(same, on=["id", "ref"])

@@ -111,3 +111,29 @@ def test_meteor_without_wordnet_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setenv("WORDNET_DIR", str(tmp_path))
     got = run_assertion(tmp_path, {"type": "meteor", "value": "x y"}, [{"output": "x y"}])[0]
     assert got["status"] == "error" and "wordnet-base" in got["reason"]
+
+
+def test_vectorised_meteor_matches_the_reference_algorithm():
+    """The join-based alignment gives single_meteor's score (a direct port of promptfoo's
+    greedy loops) on random sentences rich in repeats, stems and WordNet synonyms."""
+    import random
+
+    import polars as pl
+
+    from checkllm_batch.assertions.meteor import meteor_scores, single_meteor
+
+    words = ("the car auto automobile cats cat sitting sat sit big large great quick fast "
+             "rapid mat rug. The. a  ünï").split(" ")
+    rng = random.Random(3)
+    rows = []
+    for i in range(300):
+        out = " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+        refs = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+                for _ in range(rng.randint(1, 3))]
+        rows.append((i, out, refs))
+    pairs = pl.DataFrame(rows, schema={"id": pl.UInt32, "a": pl.String,
+                                       "b": pl.List(pl.String)}, orient="row")
+    got = dict(meteor_scores(pairs, 0.9, 3.0, 0.5).iter_rows())
+    for i, out, refs in rows:
+        want = max(single_meteor(out, r, 0.9, 3.0, 0.5) for r in refs)
+        assert got[i] == pytest.approx(want, abs=1e-9), (out, refs)

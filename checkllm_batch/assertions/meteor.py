@@ -2,8 +2,9 @@
 
 WordNet comes from the local WordNet 3.0 database (Debian's `wordnet-base`, or the
 directory in $WNHOME / $WORDNET_DIR); nothing is downloaded. Without it, meteor is an
-error naming the missing files, never a silent 0. Scores run once per distinct
-(output, references) pair, on every core when there are many.
+error naming the missing files, never a silent 0. The alignment stages are joins
+over flat token frames (Polars); Python only stems each distinct word, looks up each
+distinct word's synonyms, and settles the few rows where synonym matches compete.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any
 import polars as pl
 
 from .overlap import _references
-from .pool import over_distinct_pool
-from .registry import Ctx, Kind, Verdict, assertion
+from .pool import check_values, once_per_input
+from .registry import Ctx, Verdict, assertion
 
 WORDNET_DIRS = ("/usr/share/wordnet", "/usr/local/share/wordnet", "/usr/share/wordnet/dict")
 POS = ("noun", "verb", "adj", "adv")
@@ -86,7 +87,7 @@ def synonyms(word: str) -> frozenset[str]:
 def _stemmer():
     from nltk.stem.porter import PorterStemmer
 
-    return PorterStemmer(mode=PorterStemmer.ORIGINAL_ALGORITHM)
+    return PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)  # closest to natural's
 
 
 @lru_cache(maxsize=200_000)
@@ -131,16 +132,144 @@ def single_meteor(candidate: str, reference: str, alpha: float, beta: float, gam
     return (1 - gamma * (chunks / m) ** beta) * (p * r / denominator)
 
 
-def meteor_check(pair: dict, params: tuple) -> tuple[bool | None, str | None]:
+# --- the vectorised path: alignment stages as joins over flat token frames ------------------
+
+JS_SPACE_RUN = r"[\t\n\x0B\f\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}" \
+               r"\x{205f}\x{3000}\x{feff}]+"
+KEY = ["id", "ref"]
+
+
+def meteor_tokens(text: pl.Expr) -> pl.Expr:
+    """JavaScript `text.split(/\\s+/)`, trailing periods stripped, lower-cased."""
+    return (text.str.replace_all(JS_SPACE_RUN, "\x00").str.split("\x00")
+            .list.eval(pl.element().str.strip_chars_end(".").str.to_lowercase()))
+
+
+def _flat(frame: pl.LazyFrame, keys: list[str], pos: str) -> pl.LazyFrame:
+    length = pl.col("tok").list.len().cast(pl.Int64)
+    return (frame.select(*keys, "tok", start=length.cum_sum() - length).explode("tok")
+            .drop_nulls("tok").with_columns(
+                (pl.int_range(pl.len(), dtype=pl.Int64) - pl.col("start")).alias(pos))
+            .select(*keys, pos, w="tok"))
+
+
+def _rank_desc(frame: pl.DataFrame, by: list[str], pos: str) -> pl.DataFrame:
+    """k = 1 for the last occurrence of each `by` group (by position), 2 for the one before...
+    A sort and a scan instead of a windowed rank."""
+    frame = frame.sort([*by, pos], descending=[*([False] * len(by)), True])
+    new_group = pl.any_horizontal([pl.col(c) != pl.col(c).shift(1) for c in by]).fill_null(True)
+    index = pl.int_range(pl.len(), dtype=pl.Int64)
+    start = pl.when(new_group).then(index).otherwise(None).forward_fill()
+    return frame.with_columns(k=index - start)
+
+
+def _greedy_equal(cand: pl.DataFrame, ref: pl.DataFrame, word: str) -> pl.DataFrame:
+    """promptfoo's exact stage on `word`: the k-th last candidate occurrence of a word takes
+    the k-th last reference occurrence of it. Returns matches (id, ref, ci, rj)."""
+    by = [*KEY, word]
+    return (_rank_desc(cand, by, "ci").join(_rank_desc(ref, by, "rj"), on=[*by, "k"])
+            .select(*KEY, "ci", "rj"))
+
+
+def _stem_value(word: str, _: Any) -> str:
+    return stem(word)
+
+
+_STEMS: dict[str, str] = {}  # stems seen by this process (workers stem the new ones)
+
+
+def _stems(words: pl.Series) -> pl.DataFrame:
+    """Each distinct word and its stem (new words in the process pool when there are many)."""
+    uniq = words.unique().drop_nulls().to_list()
+    new = [w for w in uniq if w not in _STEMS]
+    if len(_STEMS) + len(new) > 2_000_000:
+        _STEMS.clear()
+    _STEMS.update(zip(new, check_values(_stem_value, None, new)))
+    return pl.DataFrame({"w": uniq, "out": [_STEMS[w] for w in uniq]},
+                        schema={"w": pl.String, "out": pl.String})
+
+
+def _synonym_matches(cand: pl.DataFrame, ref: pl.DataFrame) -> pl.DataFrame:
+    """The synonym stage: candidate words from the end, each taking the last unmatched
+    reference word among its synonyms. Candidate pairs come from joins; pairs that compete
+    with no other pair are matches at once; only competing groups run the greedy loop."""
+    schema = {"id": cand.schema["id"], "ref": pl.Int64, "ci": pl.Int64, "rj": pl.Int64}
+    words = cand["w"].unique().drop_nulls().to_list()
+    table = pl.DataFrame([(w, s) for w in words for s in synonyms(w)],  # row-wise: distinct
+                         schema={"w": pl.String, "syn": pl.String}, orient="row")  # words
+    pairs = (cand.join(table, on="w").join(ref.rename({"w": "syn"}), on=[*KEY, "syn"])
+             .select(*KEY, "ci", "rj"))
+    if pairs.is_empty():
+        return pl.DataFrame(schema=schema)
+    lone = ((pl.len().over([*KEY, "ci"]) == 1) & (pl.len().over([*KEY, "rj"]) == 1))
+    pairs = pairs.with_columns(lone=lone)
+    competing = (~pl.col("lone")).any().over(KEY)
+    contested = pairs.filter(competing)
+    settled = pairs.filter(~competing).select(list(schema))
+    contested = contested.sort([*KEY, "ci", "rj"], descending=[False, False, True, True])
+    out: list[tuple] = []
+    group, used_c, used_r = None, set(), set()
+    for i, r, ci, rj in zip(*(contested[c].to_list() for c in (*KEY, "ci", "rj"))):
+        if (i, r) != group:  # row-wise: only pairs in groups where synonym matches compete
+            group, used_c, used_r = (i, r), set(), set()
+        if ci not in used_c and rj not in used_r:
+            used_c.add(ci)
+            used_r.add(rj)
+            out.append((i, r, ci, rj))
+    return pl.concat([settled, pl.DataFrame(out, schema=schema, orient="row")])
+
+
+def meteor_scores(pairs: pl.DataFrame, alpha: float, beta: float, gamma: float) -> pl.DataFrame:
+    """(id, score) for a frame of distinct (id, a: output, b: list of references)."""
+    refs = (pairs.lazy().select("id", r="b").explode("r")
+            .with_columns(ref=pl.int_range(pl.len(), dtype=pl.Int64).over("id")))
+    cand = _flat(pairs.lazy().select("id", tok=meteor_tokens(pl.col("a"))), ["id"], "ci")
+    ref = _flat(refs.select(*KEY, tok=meteor_tokens(pl.col("r"))), KEY, "rj").collect()
+    cand = cand.join(refs.select(KEY), on="id").collect()  # the output, once per reference
+    exact = _greedy_equal(cand, ref, "w")
+    cand1 = cand.join(exact, on=[*KEY, "ci"], how="anti")
+    ref1 = ref.join(exact, on=[*KEY, "rj"], how="anti")
+    stems = _stems(pl.concat([cand1["w"], ref1["w"]]))
+    cand1 = cand1.join(stems, on="w", how="left").with_columns(w="out").drop("out")
+    ref1 = ref1.join(stems, on="w", how="left").with_columns(w="out").drop("out")
+    stemmed = _greedy_equal(cand1, ref1, "w")
+    cand2 = cand1.join(stemmed, on=[*KEY, "ci"], how="anti")
+    ref2 = ref1.join(stemmed, on=[*KEY, "rj"], how="anti")
+    matches = pl.concat([exact, stemmed, _synonym_matches(cand2, ref2)]).sort([*KEY, "ci"])
+    step = ((pl.col("ci") - pl.col("ci").shift(1) != 1)
+            | (pl.col("rj") - pl.col("rj").shift(1) != 1)).fill_null(True)
+    per_pair = matches.group_by(KEY).agg(m=pl.len(), chunks=step.sum())
+    lengths = (cand.group_by(KEY).agg(c=pl.len())
+               .join(ref.group_by(KEY).agg(r=pl.len()), on=KEY, how="full", coalesce=True))
+    p, r = pl.col("m") / pl.col("c"), pl.col("m") / pl.col("r")
+    denominator = alpha * p + (1 - alpha) * r
+    fmean = p * r / denominator
+    score = (pl.when((pl.col("m") == 0) | (denominator == 0)).then(0.0)
+             .otherwise((1 - gamma * (pl.col("chunks") / pl.col("m")) ** beta) * fmean))
+    scored = (refs.select(KEY).collect().join(lengths, on=KEY, how="left")
+              .join(per_pair, on=KEY, how="left").with_columns(pl.col("m").fill_null(0)))
+    return scored.group_by("id").agg(score.fill_null(0.0).max().alias("score"))
+
+
+def _batch(params: tuple):
     refs, alpha, beta, gamma = params
-    refs = refs if refs is not None else [pair["b"]]
-    if not pair["a"] or any(r is None for r in refs):
-        return None, "meteor needs a non-empty output and reference"
-    try:
-        score = max(single_meteor(pair["a"], r, alpha, beta, gamma) for r in refs)
-    except WordNetMissing as e:
-        return None, str(e)
-    return True, repr(score)
+
+    def run(pairs: pl.Series) -> pl.Series:
+        frame = pairs.struct.unnest().with_row_index("row")
+        if refs is not None:
+            frame = frame.with_columns(b=pl.lit(pl.Series([list(refs)])).first())
+        else:
+            frame = frame.with_columns(b=pl.concat_list("b"))
+        bad = (pl.col("a").is_null() | (pl.col("a") == "")
+               | pl.col("b").list.eval(pl.element().is_null()).list.any())
+        uniq = (frame.filter(~bad).select("a", "b").unique(maintain_order=True)
+                .with_row_index("id"))
+        scores = meteor_scores(uniq, alpha, beta, gamma)
+        back = (frame.join(uniq, on=["a", "b"], how="left", nulls_equal=True)
+                .join(scores, on="id", how="left").sort("row"))
+        return back["score"].cast(pl.Float64)
+
+    return run
 
 
 def _params(value: Any, spec: Any) -> tuple:
@@ -155,8 +284,7 @@ def _params(value: Any, spec: Any) -> tuple:
     return (tuple(refs) if refs else None, *out)
 
 
-@assertion("meteor", kind=Kind.DISTINCT, default_threshold=0.5, fields=("alpha", "beta", "gamma"),
-           prepare=_params)
+@assertion("meteor", default_threshold=0.5, fields=("alpha", "beta", "gamma"), prepare=_params)
 def meteor(ctx: Ctx) -> Verdict:
     """METEOR (exact, stem, WordNet-synonym alignment; max over references) >= threshold."""
     try:
@@ -165,11 +293,10 @@ def meteor(ctx: Ctx) -> Verdict:
         return Verdict(pl.lit(None, pl.Boolean), "have a METEOR score", detail=pl.lit(str(e)))
     params = ctx.prepared if ctx.literal is not None else _params(None, ctx.spec)
     value = pl.lit(None, pl.String) if ctx.literal is not None else ctx.value.cast(pl.String)
-    result = over_distinct_pool(pl.struct(a=ctx.output, b=value), meteor_check, params)
-    score = result.struct.field("detail").cast(pl.Float64, strict=False)
-    ok = result.struct.field("ok")
+    score = pl.struct(a=ctx.output, b=value).map_batches(
+        once_per_input(_batch(params)), return_dtype=pl.Float64)
     t = ctx.threshold
-    return Verdict(pl.when(ok.is_null()).then(None).otherwise(score >= t),
-                   f"have METEOR >= {t:g}", score=score,
-                   detail=pl.when(ok.is_null()).then(result.struct.field("detail"))
+    return Verdict(score >= t, f"have METEOR >= {t:g}", score=score,
+                   detail=pl.when(score.is_null())
+                   .then(pl.lit("meteor needs a non-empty output and reference"))
                    .otherwise(pl.format("METEOR {}", score.round(4))))

@@ -8,6 +8,8 @@ worker processes (spawned once, kept for the life of the program).
 from __future__ import annotations
 
 import os
+import sys
+import types
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from multiprocessing import get_context
@@ -22,14 +24,32 @@ _POOL: ProcessPoolExecutor | None = None
 
 
 def workers() -> int:
+    """Worker processes: $CHECKLLM_WORKERS, else the cores this process may use."""
+    if os.environ.get("CHECKLLM_WORKERS"):
+        return max(1, int(os.environ["CHECKLLM_WORKERS"]))
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                else os.cpu_count() or 1)
 
 
+def _noop() -> None:
+    return None
+
+
 def _pool() -> ProcessPoolExecutor:
+    """The process pool, started once. Workers are spawned (a forked child of a process
+    running Polars threads can deadlock) with `__main__` hidden: a spawned child otherwise
+    re-runs the caller's script, which breaks scripts without an `if __name__` guard."""
     global _POOL
     if _POOL is None:
-        _POOL = ProcessPoolExecutor(workers(), mp_context=get_context("spawn"))
+        pool = ProcessPoolExecutor(workers(), mp_context=get_context("spawn"))
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:  # workers start on submit: start them all while __main__ is hidden
+            for future in [pool.submit(_noop) for _ in range(workers())]:
+                future.result()
+        finally:
+            sys.modules["__main__"] = main
+        _POOL = pool
     return _POOL
 
 

@@ -8,6 +8,7 @@ worker processes (spawned once, kept for the life of the program).
 from __future__ import annotations
 
 import os
+import time
 import sys
 import types
 from concurrent.futures import ProcessPoolExecutor
@@ -20,6 +21,8 @@ import polars as pl
 from .distinct import OUTCOME, Outcome
 
 POOL_MIN = 4_000  # fewer distinct values than this: checking in-process is faster
+SAMPLE = 400  # values timed in-process before deciding
+SLOW = 40e-6  # seconds per value above which the process pool pays off (measured)
 _POOL: ProcessPoolExecutor | None = None
 
 
@@ -59,17 +62,24 @@ def _chunk(check: Callable[[Any, Any], Outcome], arg: Any, values: list) -> list
 
 def check_values(check: Callable[[Any, Any], Outcome], arg: Any, values: list,
                  parallel: bool | None = None) -> list[Outcome]:
-    """Outcomes of `check(v, arg)` for each value, in order."""
-    use_pool = parallel if parallel is not None else (len(values) >= POOL_MIN and workers() > 1)
-    if not use_pool:
+    """Outcomes of `check(v, arg)` for each value, in order. With `parallel=None` a sample
+    is timed in-process first; the rest goes to the pool only when the check is slow
+    enough (>= SLOW seconds a value) for the pool's transfer costs to pay off."""
+    if parallel is False or workers() == 1 or (parallel is None and len(values) < POOL_MIN):
         return _chunk(check, arg, values)
+    head: list[Outcome] = []
+    if parallel is None:
+        start = time.perf_counter()
+        head = _chunk(check, arg, values[:SAMPLE])
+        if (time.perf_counter() - start) / SAMPLE < SLOW:
+            return head + _chunk(check, arg, values[SAMPLE:])
+    rest = values[len(head):]
     n = workers() * 4
-    size = -(-len(values) // n)
-    parts = [values[i:i + size] for i in range(0, len(values), size)]
-    out: list[Outcome] = []
+    size = -(-len(rest) // n)
+    parts = [rest[i:i + size] for i in range(0, len(rest), size)]
     for part in _pool().map(partial(_chunk, check, arg), parts):
-        out.extend(part)
-    return out
+        head.extend(part)
+    return head
 
 
 def once_per_input(fn: Callable[[pl.Series], pl.Series]) -> Callable[[pl.Series], pl.Series]:

@@ -77,6 +77,13 @@ def _missing(root, required: tuple[str, ...]) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _xml_parser():
+    from lxml import etree
+
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+
+
 def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None, str | None]:
     from lxml import etree
 
@@ -84,9 +91,8 @@ def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None,
         return False, "XML parsing failed: empty output"
     if "<!DOCTYPE" in text and re.search(r"<!DOCTYPE[^>\[]*\[", text):
         return False, "DTD internal subsets are not supported by is-xml validation"
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
     try:
-        root = etree.fromstring(text.encode("utf-8"), parser)
+        root = etree.fromstring(text.encode("utf-8"), _xml_parser())
     except etree.XMLSyntaxError as e:
         return False, f"XML parsing failed: {e}"
     missing = _missing(root, required)

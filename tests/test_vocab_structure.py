@@ -172,3 +172,22 @@ def test_pool_gives_the_same_outcomes_as_in_process():
     values = [f"<a><b>{i}</b></a>" if i % 3 else f"<a>{i}" for i in range(40)]
     assert check_values(xml_check, (), values, parallel=True) == \
         check_values(xml_check, (), values, parallel=False)
+
+
+def test_pool_workers_do_not_rerun_an_unguarded_script(tmp_path):
+    """A user script without `if __name__ == "__main__"` must run once, not once per worker."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "from checkllm_batch.assertions.pool import check_values\n"
+        "from checkllm_batch.assertions.structure import xml_check\n"
+        "print('script body ran', flush=True)\n"
+        "values = ['<a>%d</a>' % i for i in range(20)]\n"
+        "print(all(ok for ok, _ in check_values(xml_check, (), values, parallel=True)))\n",
+        encoding="utf-8")
+    env = {**__import__("os").environ, "CHECKLLM_WORKERS": "2"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, env=env, check=True).stdout
+    assert out.count("script body ran") == 1 and out.strip().endswith("True")

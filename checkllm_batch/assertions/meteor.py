@@ -166,7 +166,9 @@ def _rank_desc(frame: pl.DataFrame, by: list[str], pos: str) -> pl.DataFrame:
 def _greedy_equal(cand: pl.DataFrame, ref: pl.DataFrame, word: str) -> pl.DataFrame:
     """promptfoo's exact stage on `word`: the k-th last candidate occurrence of a word takes
     the k-th last reference occurrence of it. Returns matches (id, ref, ci, rj)."""
-    by = [*KEY, word]
+    by = [*KEY, "wh"]  # sorting on a 64-bit hash of the word is much cheaper than on text
+    cand = cand.with_columns(wh=pl.col(word).hash(3))
+    ref = ref.with_columns(wh=pl.col(word).hash(3))
     return (_rank_desc(cand, by, "ci").join(_rank_desc(ref, by, "rj"), on=[*by, "k"])
             .select(*KEY, "ci", "rj"))
 
@@ -195,8 +197,11 @@ def _synonym_matches(cand: pl.DataFrame, ref: pl.DataFrame) -> pl.DataFrame:
     with no other pair are matches at once; only competing groups run the greedy loop."""
     schema = {"id": cand.schema["id"], "ref": pl.Int64, "ci": pl.Int64, "rj": pl.Int64}
     words = cand["w"].unique().drop_nulls().to_list()
-    table = pl.DataFrame([(w, s) for w in words for s in synonyms(w)],  # row-wise: distinct
-                         schema={"w": pl.String, "syn": pl.String}, orient="row")  # words
+    targets = set(ref["w"].unique().drop_nulls().to_list())
+    # equal stems were all paired by the stem stage, so only other synonyms can match here
+    table = pl.DataFrame([(w, s) for w in words for s in synonyms(w)  # row-wise: distinct
+                          if s != w and s in targets],                # words only
+                         schema={"w": pl.String, "syn": pl.String}, orient="row")
     pairs = (cand.join(table, on="w").join(ref.rename({"w": "syn"}), on=[*KEY, "syn"])
              .select(*KEY, "ci", "rj"))
     if pairs.is_empty():

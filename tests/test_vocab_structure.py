@@ -191,3 +191,29 @@ def test_pool_workers_do_not_rerun_an_unguarded_script(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          timeout=120, env=env, check=True).stdout
     assert out.count("script body ran") == 1 and out.strip().endswith("True")
+
+
+def test_empty_tool_calls_column_falls_back_to_the_output(tmp_path):
+    rows = [{"output": json.dumps([call("get_weather", {"city": "Bern"})]), "tool_calls": None},
+            {"output": "no calls", "tool_calls": json.dumps([call("get_weather", {"city": "X"})])}]
+    assertion = {"type": "is-valid-openai-tools-call", "config": {"tools": [WEATHER]}}
+    assert [g["status"] for g in run_assertion(tmp_path, assertion, rows)] == ["pass", "pass"]
+    f1 = run_assertion(tmp_path, {"type": "tool-call-f1", "value": "get_weather"}, rows)
+    assert [g["score"] for g in f1] == [1.0, 1.0]
+
+
+def test_parser_runs_once_per_distinct_value_per_batch(tmp_path, monkeypatch):
+    from checkllm_batch.assertions import structure
+
+    seen = []
+    real = structure.xml_check
+
+    def counting(text, required):
+        seen.append(text)
+        return real(text, required)
+
+    monkeypatch.setattr(structure, "xml_check", counting)
+    rows = [{"output": "<a/>"}, {"output": "<b>"}, {"output": "<a/>"}]
+    got = run_assertion(tmp_path, {"type": "is-xml"}, rows)
+    assert [g["status"] for g in got] == ["pass", "fail", "pass"]
+    assert sorted(seen) == ["<a/>", "<b>"]

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from .overlap import _references
-from .pool import check_values, once_per_input
+from .pool import check_values
 from .registry import Ctx, Verdict, assertion
 
 WORDNET_DIRS = ("/usr/share/wordnet", "/usr/local/share/wordnet", "/usr/share/wordnet/dict")
@@ -298,8 +298,8 @@ def meteor(ctx: Ctx) -> Verdict:
         return Verdict(pl.lit(None, pl.Boolean), "have a METEOR score", detail=pl.lit(str(e)))
     params = ctx.prepared if ctx.literal is not None else _params(None, ctx.spec)
     value = pl.lit(None, pl.String) if ctx.literal is not None else ctx.value.cast(pl.String)
-    score = pl.struct(a=ctx.output, b=value).map_batches(
-        once_per_input(_batch(params)), return_dtype=pl.Float64)
+    score = ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
+        _batch(params), return_dtype=pl.Float64))
     t = ctx.threshold
     return Verdict(score >= t, f"have METEOR >= {t:g}", score=score,
                    detail=pl.when(score.is_null())

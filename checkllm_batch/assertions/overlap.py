@@ -12,7 +12,6 @@ from typing import Any, Callable
 
 import polars as pl
 
-from .pool import once_per_input
 from .registry import Ctx, Verdict, assertion
 from .text import js_string
 from .words import WORD
@@ -110,8 +109,8 @@ def _pair_scores(scorer: Scorer, tokenize: Callable[[pl.Expr], pl.Expr]):
 
 
 def _score(ctx: Ctx, scorer: Scorer, tokenize) -> pl.Expr:
-    return pl.struct(a=ctx.output, b=_refs_expr(ctx)).map_batches(
-        once_per_input(_pair_scores(scorer, tokenize)), return_dtype=pl.Float64)
+    return ctx.once(pl.struct(a=ctx.output, b=_refs_expr(ctx)).map_batches(
+        _pair_scores(scorer, tokenize), return_dtype=pl.Float64))
 
 
 def _graded(ctx: Ctx, name: str, score: pl.Expr) -> Verdict:

@@ -82,35 +82,21 @@ def check_values(check: Callable[[Any, Any], Outcome], arg: Any, values: list,
     return head
 
 
-def once_per_input(fn: Callable[[pl.Series], pl.Series]) -> Callable[[pl.Series], pl.Series]:
-    """A batch function that computes once per input: a Verdict reads its result in several
-    expressions (pass, score, reason), and Polars would otherwise call the UDF for each."""
-    last: dict[str, pl.Series] = {}
-
-    def run(values: pl.Series) -> pl.Series:
-        prev = last.get("in")
-        if prev is not None and prev.dtype == values.dtype and prev.len() == values.len() \
-                and prev.equals(values, check_names=False, null_equal=True):
-            return last["out"]
-        out = fn(values)
-        last["in"], last["out"] = values, out
-        return out
-
-    return run
-
-
 def over_distinct_pool(expr: pl.Expr, check: Callable[[Any, Any], Outcome], arg: Any = None
                        ) -> pl.Expr:
-    """A struct {ok, detail} per row: `check(value, arg)` once per distinct value of `expr`."""
+    """A struct {ok, detail} per row: `check(value, arg)` once per distinct value of `expr`.
+    Wrap the result in `ctx.once(...)` so that the batch is checked once."""
 
     def run(values: pl.Series) -> pl.Series:
-        uniq = values.unique()
-        outcomes = check_values(check, arg, uniq.to_list())
+        # de-duplicate on a 64-bit hash of the value, as distinct.over_distinct does
+        hashes = values.hash()
+        first = hashes.is_first_distinct()
+        outcomes = check_values(check, arg, values.filter(first).to_list())
         table = pl.DataFrame(
-            {"v": uniq, "ok": [o[0] for o in outcomes], "detail": [o[1] for o in outcomes]},
-            schema={"v": values.dtype, "ok": pl.Boolean, "detail": pl.String})
-        joined = values.to_frame("v").join(table, on="v", how="left", nulls_equal=True,
-                                           maintain_order="left")
+            {"h": hashes.filter(first), "ok": [o[0] for o in outcomes],
+             "detail": [o[1] for o in outcomes]},
+            schema={"h": pl.UInt64, "ok": pl.Boolean, "detail": pl.String})
+        joined = hashes.to_frame("h").join(table, on="h", how="left", maintain_order="left")
         return joined.select(pl.struct("ok", "detail")).to_series()
 
-    return expr.map_batches(once_per_input(run), return_dtype=OUTCOME)
+    return expr.map_batches(run, return_dtype=OUTCOME)

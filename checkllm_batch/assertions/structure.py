@@ -184,7 +184,7 @@ def contains_xml_check(text: str | None, required: tuple[str, ...]
 
 def _structure_verdict(ctx: Ctx, check, expect: str, default: Any = None) -> Verdict:
     arg = ctx.prepared if ctx.literal is not None else default
-    result = over_distinct_pool(ctx.output, check, arg)
+    result = ctx.once(over_distinct_pool(ctx.output, check, arg))
     return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
 
 

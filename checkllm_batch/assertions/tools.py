@@ -35,8 +35,14 @@ def _declared(value: Any, spec: Any, key: str) -> list | None:
 def _calls_and_tools(ctx: Ctx, key: str) -> pl.Expr:
     declared = _declared(ctx.literal, ctx.spec, key)
     fallback = pl.lit(json.dumps(declared) if declared is not None else None, pl.String)
-    return pl.struct(calls=pl.coalesce(pl.col("tool_calls"), ctx.output),
+    return pl.struct(calls=_calls(ctx),
                      tools=pl.coalesce(pl.col("tools"), fallback))
+
+
+def _calls(ctx: Ctx) -> pl.Expr:
+    """The case's `tool_calls` column when it holds calls, else the output."""
+    recorded = pl.col("tool_calls")
+    return pl.when(recorded.is_null() | (recorded == "[]")).then(ctx.output).otherwise(recorded)
 
 
 def _loads(text: Any) -> Any:
@@ -128,7 +134,7 @@ def _functions_value(value: Any, spec: Any) -> list | None:
            needs_text=False, literal_value=True, prepare=_tools_value)
 def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
     """Every tool call names a declared tool and its JSON arguments match its parameters."""
-    result = over_distinct_pool(_calls_and_tools(ctx, "tools"), tools_call_check)
+    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "tools"), tools_call_check))
     return Verdict(result.struct.field("ok"), "be a valid OpenAI tools call",
                    detail=result.struct.field("detail"))
 
@@ -137,7 +143,8 @@ def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
            needs_text=False, literal_value=True, prepare=_functions_value)
 def is_valid_openai_function_call(ctx: Ctx) -> Verdict:
     """The output is a legacy OpenAI function call whose arguments match the declared function."""
-    result = over_distinct_pool(_calls_and_tools(ctx, "functions"), function_call_check)
+    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "functions"),
+                                         function_call_check))
     return Verdict(result.struct.field("ok"), "be a valid OpenAI function call",
                    detail=result.struct.field("detail"))
 
@@ -219,8 +226,7 @@ def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str |
 def tool_call_f1(ctx: Ctx) -> Verdict:
     """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
     expected: tuple[str, ...] = ctx.prepared
-    calls = pl.coalesce(pl.col("tool_calls"), ctx.output)
-    result = over_distinct_pool(calls, _f1_check, expected)
+    result = ctx.once(over_distinct_pool(_calls(ctx), _f1_check, expected))
     parts = result.struct.field("detail").str.split_exact("|", 1)
     f1 = parts.struct.field("field_0").cast(pl.Float64)
     return Verdict(f1 >= ctx.threshold, f"call the tools {', '.join(expected)}"

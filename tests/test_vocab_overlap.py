@@ -137,3 +137,17 @@ def test_vectorised_meteor_matches_the_reference_algorithm():
     for i, out, refs in rows:
         want = max(single_meteor(out, r, 0.9, 3.0, 0.5) for r in refs)
         assert got[i] == pytest.approx(want, abs=1e-9), (out, refs)
+
+
+# natural's PorterStemmer (promptfoo's), run on these words with node: our stems must agree
+NATURAL_STEMS = [("cats", "cat"), ("sitting", "sit"), ("apology", "apolog"), ("as", "as"),
+                 ("cosmology", "cosmolog"), ("automobile", "automobil"), ("happily", "happili"),
+                 ("Running", "run"), ("generalization", "gener"), ("résumés", "résumé"),
+                 ("añoranzas", "añoranza"), ("walkéd", "walkéd")]
+
+
+@pytest.mark.parametrize(("word", "stemmed"), NATURAL_STEMS)
+def test_stems_like_natural(word, stemmed):
+    from checkllm_batch.assertions.meteor import stem
+
+    assert stem(word) == stemmed

@@ -1,9 +1,10 @@
 """Turn outputs batches into cases: join rows to tests, normalise outputs, expose vars.
 
 A case has the columns the engine reads: case_id, test_index, output (text), output_kind
-('text', 'json' or 'null'), provider, prompt, latency_ms, cost, tool_calls (JSON text; null
-when the outputs have no such column, `[]` for a row without calls), and `var.<name>` for each
-var a `{{template}}` uses. Other outputs columns are vars (SPEC §1).
+('text', 'json' or 'null'), provider, prompt, latency_ms, cost, finish_reason, logprobs
+(list of floats), tool_calls (JSON text; null when the outputs have no such column, `[]` for
+a row without calls), tools (JSON text or null), and `var.<name>` for each var a
+`{{template}}` uses. Other outputs columns are vars (SPEC §1). A missing column is null.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..spec import template
 from ..spec.model import Suite
 
 CORE = {"output", "output_kind", "test_id", "__test_index", "provider", "prompt", "latency_ms",
-        "cost", "logprobs", "tool_calls", "metadata", "finish_reason", "description"}
+        "cost", "logprobs", "tool_calls", "tools", "metadata", "finish_reason", "description"}
 _NUMERIC = {"latency_ms": pl.Float64, "cost": pl.Float64}
 
 
@@ -75,6 +76,7 @@ class CaseBuilder:
             *(pl.col(c).cast(t, strict=False) if c in df.columns else pl.lit(None, t).alias(c)
               for c, t in _NUMERIC.items()),
             _json_text(df, "tool_calls"),
+            *_provider_metadata(df),
             pl.col("test_id").cast(pl.String) if "test_id" in df.columns
             else pl.lit(None, pl.String).alias("test_id"),
             row_json.alias("__row_vars"),
@@ -144,6 +146,33 @@ def _json_text(df: pl.DataFrame, name: str) -> pl.Expr:
         encoded = pl.struct(name).struct.json_encode()  # '{"<name>":<json>}'
         text = encoded.str.slice(len(name) + 4, encoded.str.len_chars() - len(name) - 5)
     return pl.when(pl.col(name).is_null()).then(pl.lit("[]")).otherwise(text).alias(name)
+
+
+def _provider_metadata(df: pl.DataFrame) -> list[pl.Expr]:
+    """finish_reason as text, logprobs as a list of floats, tools as JSON text."""
+    out = [pl.col("finish_reason").cast(pl.String) if "finish_reason" in df.columns
+           else pl.lit(None, pl.String).alias("finish_reason")]
+    logprobs = pl.List(pl.Float64)
+    if "logprobs" not in df.columns:
+        out.append(pl.lit(None, logprobs).alias("logprobs"))
+    elif df.schema["logprobs"] == pl.String:
+        out.append(pl.col("logprobs").str.json_decode(logprobs))
+    else:
+        out.append(pl.col("logprobs").cast(logprobs, strict=False))
+    out.append(_json_or_null(df, "tools").alias("tools"))
+    return out
+
+
+def _json_or_null(df: pl.DataFrame, name: str) -> pl.Expr:
+    """A JSON-valued column as JSON text; a null row stays null."""
+    if name not in df.columns or df.schema[name] == pl.Null:
+        return pl.lit(None, pl.String)
+    if df.schema[name] == pl.String:
+        return pl.col(name)
+    encoded = pl.struct(name).struct.json_encode()  # '{"<name>":<json>}'
+    head = len(name) + 4
+    return pl.when(pl.col(name).is_null()).then(None).otherwise(
+        encoded.str.slice(head, encoded.str.len_chars() - head - 1))
 
 
 def _as_text(df: pl.DataFrame, name: str) -> pl.Expr:

@@ -1,0 +1,230 @@
+"""Reference-overlap metrics: rouge-n, bleu, gleu as n-gram counting in Polars; meteor per pair.
+
+BLEU, GLEU and ROUGE are computed for the whole batch at once: outputs and references are
+tokenised with string expressions, n-grams built with list expressions, and clipped n-gram
+matches counted with a group-by and a join (no Python loop over rows). Identical
+(output, references) pairs are scored once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import polars as pl
+
+from .registry import Ctx, Verdict, assertion
+from .text import js_string
+from .words import WORD
+
+SEP = "\x1f"
+MAX_N = 4
+
+
+def _references(value: Any, spec: Any) -> list[str] | None:
+    if isinstance(value, list):
+        if not value or not all(isinstance(v, (str, int, float)) for v in value):
+            raise ValueError("value must be a reference string or a list of them")
+        return [js_string(v) for v in value]
+    if isinstance(value, dict) or value is None:
+        raise ValueError("value must be a reference string or a list of them")
+    return [js_string(value)]
+
+
+def _refs_expr(ctx: Ctx) -> pl.Expr:
+    if ctx.literal is not None:
+        return pl.lit(pl.Series([ctx.prepared], dtype=pl.List(pl.String))).first()
+    return pl.concat_list(ctx.value.cast(pl.String))
+
+
+K = 0x9E3779B97F4A7C15  # odd 64-bit multiplier to combine token hashes into n-gram hashes
+
+
+def gram_counts(frame: pl.LazyFrame, keys: list[str], max_n: int) -> pl.LazyFrame:
+    """(keys..., n, g, cnt): how often each n-gram (n = 1..max_n) occurs in `tok`."""
+    return gram_rows(frame, keys, max_n).group_by(*keys, "n", "g").agg(cnt=pl.len().cast(pl.Int64))
+
+
+def gram_rows(frame: pl.LazyFrame, keys: list[str], max_n: int) -> pl.LazyFrame:
+    """(keys..., n, g): one row per n-gram occurrence (n = 1..max_n) in `tok`.
+
+    Tokens are exploded once into one flat column of 64-bit hashes; an n-gram's hash
+    combines the hashes of n consecutive rows (shifts over the flat column, wrapping
+    arithmetic), kept only where the n rows belong to the same token list."""
+    length = pl.col("tok").list.len().cast(pl.Int64)
+    flat = (frame.select(*keys, "tok", start=length.cum_sum() - length, len=length)
+            .explode("tok").drop_nulls("tok")
+            .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int64) - pl.col("start"),
+                          h=pl.col("tok").hash(17)))
+    parts = []
+    g = pl.col("h")
+    for n in range(1, max_n + 1):
+        if n > 1:
+            g = g * pl.lit(K, pl.UInt64) + pl.col("h").shift(-(n - 1))
+        parts.append(flat.select(*keys, "pos", "len", n=pl.lit(n, pl.Int8), g=g)
+                     .filter(pl.col("pos") + n <= pl.col("len")).drop("pos", "len"))
+    return pl.concat(parts)
+
+
+def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
+    """(id, ref, m1..m<max_n>): Σ_g min(count in output, count in reference) per order.
+
+    `cand` has (id, tok); `refs` has (id, ref, rid, tok) where `rid` numbers the distinct
+    reference texts, so a reference shared by every row is counted once."""
+    distinct_refs = refs.group_by("rid").agg(pl.col("tok").first())
+    rg = gram_counts(distinct_refs, ["rid"], max_n).rename({"cnt": "rc"})
+    # only output n-grams the reference also has can match: join first, count the few left
+    shared = (gram_rows(cand, ["id"], max_n).join(refs.select("id", "ref", "rid"), on="id")
+              .join(rg, on=["rid", "n", "g"]))
+    m = (shared.group_by("id", "ref", "n", "g").agg(cnt=pl.len(), rc=pl.col("rc").first())
+         .group_by("id", "ref", "n").agg(m=pl.min_horizontal("cnt", "rc").sum()))
+    wide = m.group_by("id", "ref").agg(
+        *(pl.col("m").filter(pl.col("n") == n).sum().alias(f"m{n}") for n in range(1, max_n + 1)))
+    return (refs.select("id", "ref").join(wide, on=["id", "ref"], how="left")
+            .with_columns(pl.col(f"m{n}").fill_null(0).cast(pl.Int64)
+                          for n in range(1, max_n + 1)))
+
+
+Scorer = Callable[[pl.LazyFrame, pl.LazyFrame], pl.LazyFrame]  # (cand, refs) -> (id, score)
+
+
+def _pair_scores(scorer: Scorer, tokenize: Callable[[pl.Expr], pl.Expr]):
+    """A batch function over struct{a: output, b: list of references} -> score per row."""
+
+    def run(pairs: pl.Series) -> pl.Series:
+        frame = pairs.struct.unnest().with_row_index("row")
+        uniq = frame.select("a", "b").unique(maintain_order=True).with_row_index("id")
+        cand = uniq.lazy().select("id", tok=tokenize(pl.col("a")))
+        refs = (uniq.lazy().select("id", pl.col("b").alias("r")).explode("r")
+                .with_columns(ref=pl.int_range(pl.len()).over("id")))
+        texts = (refs.select("r").unique().with_row_index("rid")
+                 .with_columns(tok=tokenize(pl.col("r"))))
+        refs = refs.join(texts, on="r", how="left", nulls_equal=True).select("id", "ref", "rid",
+                                                                              "tok")
+        scores = scorer(cand, refs).collect()
+        back = frame.join(uniq, on=["a", "b"], how="left", nulls_equal=True)
+        back = back.join(scores, on="id", how="left").sort("row")
+        return back["score"].cast(pl.Float64)
+
+    return run
+
+
+def _score(ctx: Ctx, scorer: Scorer, tokenize) -> pl.Expr:
+    return ctx.once(pl.struct(a=ctx.output, b=_refs_expr(ctx)).map_batches(
+        _pair_scores(scorer, tokenize), return_dtype=pl.Float64))
+
+
+def _graded(ctx: Ctx, name: str, score: pl.Expr) -> Verdict:
+    t = ctx.threshold
+    return Verdict(score >= t, f"have {name} >= {t:g}", score=score,
+                   detail=pl.format(f"{name} {{}}", score.round(4)))
+
+
+# --- BLEU (promptfoo [N]: standard brevity penalty, unusable orders dropped) ----------------
+
+def bleu_tokens(text: pl.Expr) -> pl.Expr:
+    return text.str.to_lowercase().str.extract_all(WORD)
+
+
+def _lengths(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
+    c = cand.select("id", c=pl.col("tok").list.len().cast(pl.Int64))
+    return refs.select("id", "ref", r=pl.col("tok").list.len().cast(pl.Int64)).join(c, on="id")
+
+
+def bleu_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
+    per_ref = _lengths(cand, refs).join(clipped_matches(cand, refs, MAX_N), on=["id", "ref"])
+    c = pl.col("c")
+    closest = pl.col("r").sort_by((pl.col("r") - c).abs(), pl.col("r")).first()
+    per_id = per_ref.group_by("id").agg(c.first(), closest.alias("r"),
+                                        *(pl.col(f"m{n}").max() for n in range(1, MAX_N + 1)))
+    usable = [(c - n + 1) > 0 for n in range(1, MAX_N + 1)]
+    logs = [pl.when(u).then(pl.max_horizontal(pl.col(f"m{n}") / (c - n + 1), 1e-7).log())
+            .otherwise(0.0) for n, u in zip(range(1, MAX_N + 1), usable)]
+    orders = pl.sum_horizontal([u.cast(pl.Float64) for u in usable])
+    mean_log = pl.sum_horizontal(logs) / orders
+    bp = pl.when(c > pl.col("r")).then(1.0).otherwise((1 - pl.col("r") / c).exp())
+    score = pl.when(orders == 0).then(0.0).otherwise(bp * mean_log.exp())
+    return per_id.select("id", score=score)
+
+
+@assertion("bleu", literal_value=False, default_threshold=0.5, prepare=_references)
+def bleu(ctx: Ctx) -> Verdict:
+    """Sentence BLEU-4 against the reference(s), standard brevity penalty (promptfoo [N])."""
+    return _graded(ctx, "BLEU", _score(ctx, bleu_scores, bleu_tokens))
+
+
+# --- GLEU -----------------------------------------------------------------------------------
+
+def gleu_tokens(text: pl.Expr) -> pl.Expr:
+    words = bleu_tokens(text).list.eval(pl.element().str.strip_chars_end("."))
+    return pl.when(words.list.eval(pl.element() != "").list.any()).then(words).otherwise(
+        pl.lit([], pl.List(pl.String)))
+
+
+def gleu_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
+    per_ref = _lengths(cand, refs).join(clipped_matches(cand, refs, MAX_N), on=["id", "ref"])
+    same = (refs.select("id", "ref", rt="tok").join(cand.select("id", ct="tok"), on="id")
+            .select("id", "ref", same=pl.col("rt") == pl.col("ct")))
+    per_ref = per_ref.join(same, on=["id", "ref"])
+    m = pl.sum_horizontal(pl.col(f"m{n}") for n in range(1, MAX_N + 1))
+    ct = pl.sum_horizontal(pl.max_horizontal(pl.col("c") - n + 1, 0) for n in range(1, MAX_N + 1))
+    rt = pl.sum_horizontal(pl.max_horizontal(pl.col("r") - n + 1, 0) for n in range(1, MAX_N + 1))
+    score = (pl.when(pl.col("c") == 0).then(0.0).when(pl.col("same")).then(1.0)
+             .when((ct == 0) | (rt == 0)).then(0.0)
+             .otherwise(pl.min_horizontal(m / ct, m / rt)))
+    return per_ref.group_by("id").agg(score.max().alias("score"))
+
+
+@assertion("gleu", default_threshold=0.5, prepare=_references)
+def gleu(ctx: Ctx) -> Verdict:
+    """Sentence GLEU (Google-BLEU, n = 1..4) against the reference(s): max over references."""
+    return _graded(ctx, "GLEU", _score(ctx, gleu_scores, gleu_tokens))
+
+
+# --- ROUGE-1 --------------------------------------------------------------------------------
+
+def _pad(text: pl.Expr, pattern: str) -> pl.Expr:
+    return text.str.replace_all(pattern, " $0 ")
+
+
+def treebank_tokens(text: pl.Expr) -> pl.Expr:
+    """js-rouge's Penn-Treebank-style tokenizer, approximated with regex replacements."""
+    t = text.str.replace_all(r"[\s\x{85}]+", " ").str.strip_chars(" ")
+    t = t.str.replace_all(r'(^|[\s(\[{<])"', '$1 `` ').str.replace_all('"', " '' ")
+    t = t.str.replace_all(r"\.\.\.", " ... ")
+    t = t.str.replace_all(r"([:,])(\p{Nd})", "$1\x00$2")  # protect 1,000 and 10:30
+    t = _pad(t, r"[:,]").str.replace_all(r"([:,]) \x00 ?", "$1").str.replace_all("\x00", "")
+    t = _pad(t, r"[;@#$%&]")
+    t = t.str.replace_all(r"([^.])(\.)([\])}>'\s]*)$", "$1 $2$3 ")
+    t = _pad(_pad(t, r"[?!]"), r"[\]\[(){}<>]").str.replace_all("--", " -- ")
+    t = pl.concat_str([pl.lit(" "), t, pl.lit(" ")])
+    t = t.str.replace_all(r"([^'])' ", "$1 ' ").str.replace_all(r"'([sSmMdD]) ", " '$1 ")
+    t = t.str.replace_all(r"('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", " $1 ")
+    for a, b in (("can", "not"), ("d", "'ye"), ("gim", "me"), ("gon", "na"), ("got", "ta"),
+                 ("lem", "me"), ("more", "'n"), ("'t", "is"), ("'t", "was")):
+        t = t.str.replace_all(f"(?i)(^|[^\\w])({a})({b})([^\\w]|$)", "$1 $2 $3 $4")
+    t = t.str.replace_all(r"(?i)(^|[^\w])(wan)(na) ", "$1 $2 $3 ")
+    return t.str.extract_all(r"[^ ]+")
+
+
+def rouge1_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
+    per_ref = _lengths(cand, refs).join(clipped_matches(cand, refs, 1), on=["id", "ref"])
+    p, r = pl.col("m1") / pl.col("c"), pl.col("m1") / pl.col("r")
+    f1 = pl.when(pl.col("m1") == 0).then(0.0).otherwise(2 * p * r / (p + r))
+    score = pl.when((pl.col("c") == 0) | (pl.col("r") == 0)).then(None).otherwise(f1)
+    return per_ref.group_by("id").agg(score.max().alias("score"))
+
+
+def _one_reference(value: Any, spec: Any) -> list[str]:
+    if isinstance(value, (dict, list)) or value is None:
+        raise ValueError("value must be a reference string")
+    return [js_string(value)]
+
+
+@assertion("rouge-n", default_threshold=0.75, prepare=_one_reference)
+def rouge_n(ctx: Ctx) -> Verdict:
+    """ROUGE-1 F1 (clipped unigram overlap, case-sensitive, Treebank tokens) >= threshold."""
+    score = _score(ctx, rouge1_scores, treebank_tokens)
+    verdict = _graded(ctx, "ROUGE-N", score)
+    detail = pl.when(score.is_null()).then(
+        pl.lit("ROUGE needs a non-empty output and reference")).otherwise(verdict.detail)
+    return Verdict(verdict.passed, verdict.expect, score=score, detail=detail)

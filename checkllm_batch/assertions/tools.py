@@ -1,0 +1,233 @@
+"""Tool-call checks: OpenAI tools/function calls against declared schemas, and tool-call-f1.
+
+The calls come from the case's `tool_calls` column when it is set, else from the output
+(an OpenAI `tool_calls` array, or a message object holding one). Declared tools come from
+the case's `tools` column when set, else from the assertion (`value` or `config.tools` /
+`config.functions`). Each distinct (calls, tools) pair is checked once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema_rs
+import orjson
+import polars as pl
+
+from .pool import over_distinct_pool
+from .registry import Ctx, Kind, Value, Verdict, assertion
+
+NO_TOOLS = "no tools declared: give them in the assertion (value or config.tools) or a `tools` column"
+
+
+def _declared(value: Any, spec: Any, key: str) -> list | None:
+    config = spec.args.get("config") if spec is not None else None
+    found = value if value is not None else (config or {}).get(key) if isinstance(config, dict) \
+        else None
+    if isinstance(found, dict) and key in found:
+        found = found[key]
+    if found is not None and not isinstance(found, list):
+        raise ValueError(f"{key} must be a list of tool declarations")
+    return found
+
+
+def _calls_and_tools(ctx: Ctx, key: str) -> pl.Expr:
+    declared = _declared(ctx.literal, ctx.spec, key)
+    fallback = pl.lit(json.dumps(declared) if declared is not None else None, pl.String)
+    return pl.struct(calls=_calls(ctx),
+                     tools=pl.coalesce(pl.col("tools"), fallback))
+
+
+def _calls(ctx: Ctx) -> pl.Expr:
+    """The case's `tool_calls` column when it holds calls, else the output."""
+    recorded = pl.col("tool_calls")
+    return pl.when(recorded.is_null() | (recorded == "[]")).then(ctx.output).otherwise(recorded)
+
+
+def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
+def _validate_args(name: str, arguments: str, schema: dict | None) -> str | None:
+    try:
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError as e:
+        return f'Call to "{name}": arguments are not JSON: {e}'
+    if schema is None:
+        return None
+    try:
+        validator = jsonschema_rs.validator_for(schema)
+    except (jsonschema_rs.ValidationError, ValueError) as e:
+        return f'tool "{name}" has an invalid parameters schema: {e}'
+    if validator.is_valid(args):
+        return None
+    error = next(iter(validator.iter_errors(args)))
+    return f'Call to "{name}" does not match schema: {error.message}'
+
+
+def tools_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None]:
+    raw = pair["calls"] or ""
+    if "MCP Tool Error" in raw:
+        return False, "MCP tool call failed"
+    if "MCP Tool Result" in raw:
+        return True, None
+    calls = _loads(raw)
+    if isinstance(calls, dict) and "tool_calls" in calls:
+        calls = calls["tool_calls"]
+    if not isinstance(calls, list) or not calls or any(
+            not isinstance(c, dict) or not isinstance(c.get("function"), dict)
+            or not isinstance(c["function"].get("name"), str)
+            or not isinstance(c["function"].get("arguments"), str) for c in calls):
+        return False, f"not a valid-looking tools response: {raw[:200]}"
+    tools = _loads(pair["tools"])
+    if not isinstance(tools, list):
+        return None, NO_TOOLS
+    functions = {t["function"]["name"]: t["function"] for t in tools
+                 if isinstance(t, dict) and t.get("type") == "function"
+                 and isinstance(t.get("function"), dict) and "name" in t["function"]}
+    for call in calls:
+        fn = call["function"]
+        if fn["name"] not in functions:
+            return False, f'Called "{fn["name"]}", but there is no function with that name'
+        problem = _validate_args(fn["name"], fn["arguments"], functions[fn["name"]].get("parameters"))
+        if problem:
+            return False, problem
+    return True, None
+
+
+def function_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None]:
+    call = _loads(pair["calls"] or "")
+    if isinstance(call, dict) and "function_call" in call:
+        call = call["function_call"]
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str) \
+            or not isinstance(call.get("arguments"), str):
+        return False, f"not a valid-looking function call: {str(pair['calls'])[:200]}"
+    functions = _loads(pair["tools"])
+    if not isinstance(functions, list):
+        return None, NO_TOOLS.replace("config.tools", "config.functions")
+    by_name = {f.get("name"): f for f in functions if isinstance(f, dict)}
+    if isinstance(functions, list) and not by_name.get(call["name"]):  # tools-shaped list
+        by_name.update({t["function"].get("name"): t["function"] for t in functions
+                        if isinstance(t, dict) and isinstance(t.get("function"), dict)})
+    schema = (by_name.get(call["name"]) or {}).get("parameters")
+    if call["name"] not in by_name or schema is None:
+        return False, f'Called "{call["name"]}", but there is no function with that name'
+    problem = _validate_args(call["name"], call["arguments"], schema)
+    return (False, problem) if problem else (True, None)
+
+
+def _tools_value(value: Any, spec: Any) -> list | None:
+    return _declared(value, spec, "tools")
+
+
+def _functions_value(value: Any, spec: Any) -> list | None:
+    return _declared(value, spec, "functions")
+
+
+@assertion("is-valid-openai-tools-call", kind=Kind.DISTINCT, value=Value.OPTIONAL,
+           needs_text=False, literal_value=True, prepare=_tools_value)
+def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
+    """Every tool call names a declared tool and its JSON arguments match its parameters."""
+    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "tools"), tools_call_check))
+    return Verdict(result.struct.field("ok"), "be a valid OpenAI tools call",
+                   detail=result.struct.field("detail"))
+
+
+@assertion("is-valid-openai-function-call", kind=Kind.DISTINCT, value=Value.OPTIONAL,
+           needs_text=False, literal_value=True, prepare=_functions_value)
+def is_valid_openai_function_call(ctx: Ctx) -> Verdict:
+    """The output is a legacy OpenAI function call whose arguments match the declared function."""
+    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "functions"),
+                                         function_call_check))
+    return Verdict(result.struct.field("ok"), "be a valid OpenAI function call",
+                   detail=result.struct.field("detail"))
+
+
+# --- tool-call-f1 ---------------------------------------------------------------------------
+
+def _expected_tools(value: Any, spec: Any) -> tuple[str, ...]:
+    if isinstance(value, list):
+        items = [str(v).strip() for v in value]
+    elif isinstance(value, str):
+        items = [s.strip() for s in value.split(",")]
+    else:
+        raise ValueError("value must be a list of tool names or a comma-separated string")
+    items = [s for s in items if s]
+    if not items:
+        raise ValueError("value must name at least one expected tool")
+    return tuple(dict.fromkeys(items))
+
+
+def tool_names(output: Any) -> set[str]:
+    """Tool names called in an output: OpenAI, Anthropic tool_use, Google functionCall, JSON."""
+    from .jsonchecks import extract_json_objects
+
+    names: set[str] = set()
+    if output is None:
+        return names
+    if isinstance(output, str):
+        try:
+            return tool_names(orjson.loads(output))
+        except orjson.JSONDecodeError:
+            for block in extract_json_objects(output):
+                names |= tool_names(block)
+            return names
+    if isinstance(output, dict):
+        if isinstance(output.get("tool_calls"), list):
+            for tc in output["tool_calls"]:
+                if isinstance(tc, dict):
+                    if isinstance(tc.get("function"), dict) and isinstance(tc["function"].get("name"), str):
+                        names.add(tc["function"]["name"])
+                    if isinstance(tc.get("name"), str):
+                        names.add(tc["name"])
+            return names
+        if output.get("type") in ("tool_use", "function_call") and isinstance(output.get("name"), str):
+            return {output["name"]}
+        for key, inner in (("functionCall", None), ("toolCall", "functionCalls")):
+            if isinstance(output.get(key), dict):
+                calls = output[key].get(inner, []) if inner else [output[key]]
+                return {c["name"] for c in calls if isinstance(c, dict) and isinstance(c.get("name"), str)}
+        return names
+    if isinstance(output, list):
+        for item in output:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "tool_use" and isinstance(item.get("name"), str):
+                names.add(item["name"])
+            elif isinstance(item.get("functionCall"), dict):
+                if isinstance(item["functionCall"].get("name"), str):
+                    names.add(item["functionCall"]["name"])
+            elif isinstance(item.get("function"), dict):
+                if isinstance(item["function"].get("name"), str):
+                    names.add(item["function"]["name"])
+            elif isinstance(item.get("name"), str):
+                names.add(item["name"])
+    return names
+
+
+def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str | None]:
+    actual = tool_names(calls)
+    hit = len(set(expected) & actual)
+    p = hit / len(actual) if actual else 0.0
+    r = hit / len(expected)
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    called = ", ".join(sorted(actual)) or "(none)"
+    return True, f"{f1!r}|F1 {f1:.3f} (precision={p:.3f}, recall={r:.3f}); called: [{called}]"
+
+
+@assertion("tool-call-f1", kind=Kind.DISTINCT, needs_text=False, literal_value=True,
+           default_threshold=1.0, prepare=_expected_tools)
+def tool_call_f1(ctx: Ctx) -> Verdict:
+    """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
+    expected: tuple[str, ...] = ctx.prepared
+    result = ctx.once(over_distinct_pool(_calls(ctx), _f1_check, expected))
+    parts = result.struct.field("detail").str.split_exact("|", 1)
+    f1 = parts.struct.field("field_0").cast(pl.Float64)
+    return Verdict(f1 >= ctx.threshold, f"call the tools {', '.join(expected)}"
+                   f" with F1 >= {ctx.threshold:g}", score=f1, detail=parts.struct.field("field_1"))

@@ -1,0 +1,40 @@
+"""perplexity and perplexity-score from a logprobs column (reference §5.15)."""
+
+import math
+
+import pytest
+
+from vocab_helpers import run_assertion
+
+LP = [-0.1, -0.2, -0.3]
+PPL = math.exp(0.2)
+CASES = [
+    ({"type": "perplexity"}, {"logprobs": LP}, "pass", 1.0),
+    ({"type": "perplexity", "threshold": 1.3}, {"logprobs": LP}, "pass", 1.0),
+    ({"type": "perplexity", "threshold": 1.2}, {"logprobs": LP}, "fail", 0.0),
+    ({"type": "not-perplexity", "threshold": 1.2}, {"logprobs": LP}, "pass", 1.0),
+    ({"type": "perplexity-score"}, {"logprobs": LP}, "pass", 1 / (1 + PPL)),
+    ({"type": "perplexity-score", "threshold": 0.45}, {"logprobs": LP}, "pass", 1 / (1 + PPL)),
+    ({"type": "perplexity-score", "threshold": 0.5}, {"logprobs": LP}, "fail", 1 / (1 + PPL)),
+    ({"type": "not-perplexity-score", "threshold": 0.5}, {"logprobs": LP}, "pass",
+     1 - 1 / (1 + PPL)),
+    ({"type": "perplexity-score"}, {"logprobs": [0.0]}, "pass", 0.5),
+    # no logprobs: an error with a reason, not a fail
+    ({"type": "perplexity"}, {"logprobs": None}, "error", None),
+    ({"type": "perplexity-score", "threshold": 0.1}, {"logprobs": []}, "error", None),
+    ({"type": "perplexity"}, {"logprobs": "[-0.1, -0.2, -0.3]"}, "pass", 1.0),  # CSV text
+]
+
+
+@pytest.mark.parametrize(("assertion", "row", "status", "score"), CASES)
+def test_perplexity(tmp_path, assertion, row, status, score):
+    got = run_assertion(tmp_path, assertion, [{"output": "ünïcode", **row}])[0]
+    assert got["status"] == status, got
+    assert got["score"] == (pytest.approx(score, abs=1e-6) if score is not None else None)
+    if status == "error":
+        assert "logprobs" in got["reason"]
+
+
+def test_missing_logprobs_column_is_an_error(tmp_path):
+    got = run_assertion(tmp_path, {"type": "perplexity"}, [{"output": "x"}])[0]
+    assert got["status"] == "error" and "no logprobs" in got["reason"]

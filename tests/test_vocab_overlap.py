@@ -1,0 +1,153 @@
+"""rouge-n, bleu, gleu, meteor: scores to 1e-6 against promptfoo's algorithms (§5.9-§5.12).
+
+Values marked [pf] were checked with promptfoo 0.123.1 run offline on the same inputs.
+"""
+
+import math
+
+import pytest
+
+from vocab_helpers import run_assertion
+
+CASES = [
+    # BLEU [N]: standard brevity penalty (SPEC §3)
+    ("bleu", "The cat sat on the mat", "The cat sat on the mat", 1.0),
+    ("bleu", "hello world foo", "hello world foo", 1.0),
+    ("bleu", "the cat sat", "the cat sat on the mat today", math.exp(1 - 7 / 3)),
+    ("bleu", "The cat is on the mat", "The cat sat on the mat", 0.0105737126),
+    ("bleu", "The cat on the mat", "The cat sat on the mat", 0.0102949942),  # [pf]
+    ("bleu", "", "anything", 0.0),
+    ("bleu", "the cat", ["a dog barks loudly", "the cat"], 1.0),  # multi-reference: max
+    ("bleu", "Ünïcode wörds here", "ünïcode WÖRDS here", 1.0),  # lower-cased
+    # GLEU
+    ("gleu", "The cat sat.", "The cat sat on the mat.", 1 / 3),
+    ("gleu", "One two three", "One two three four five", 9 / 21),
+    ("gleu", "the the the the the the the", "The cat sat on the mat", 0.0909090909),
+    ("gleu", "The cat on the mat", "The cat sat on the mat.", 0.5),  # [pf]
+    ("gleu", "mat.", "mat", 1.0),
+    ("gleu", "", "x", 0.0),
+    # ROUGE-1 F1, clipped counts, case-sensitive ([B])
+    ("rouge-n", "the cat", "the cat the dog", 2 / 3),
+    ("rouge-n", "The quick brown fox", "the quick brown fox", 0.75),
+    ("rouge-n", "hello world, friend!", "hello world", 4 / 7),
+    ("rouge-n", "I don't know.", "I do not know.", 0.8),
+    ("rouge-n", "the the cat", "the the dog", 2 / 3),
+    ("rouge-n", 'Hello, world! It\'s "fine" (really)... ok.', "Hello world It's fine really ok",
+     0.6363636364),  # [pf]
+    # METEOR (promptfoo's greedy alignment; WordNet 3.0)
+    ("meteor", "The cat sat on the mat", "The cat sat on the mat",
+     (1 - 0.5 * (1 / 6) ** 3) * 1.0),
+]
+
+
+@pytest.mark.parametrize(("kind", "output", "value", "score"), CASES)
+def test_overlap_scores(tmp_path, kind, output, value, score):
+    got = run_assertion(tmp_path, {"type": kind, "value": value}, [{"output": output}])[0]
+    assert got["score"] == pytest.approx(score, abs=1e-6), got
+    threshold = {"bleu": 0.5, "gleu": 0.5, "rouge-n": 0.75, "meteor": 0.5}[kind]
+    assert got["status"] == ("pass" if score >= threshold else "fail")
+
+
+@pytest.mark.parametrize("kind", ["bleu", "gleu", "rouge-n", "meteor"])
+def test_negation_flips_threshold_and_reports_one_minus_score(tmp_path, kind):
+    rows = [{"output": "the cat sat on the mat"}, {"output": "completely different words"}]
+    pos = run_assertion(tmp_path, {"type": kind, "value": "the cat sat on the mat"}, rows)
+    neg = run_assertion(tmp_path, {"type": f"not-{kind}", "value": "the cat sat on the mat"}, rows)
+    for p, n in zip(pos, neg):
+        assert p["pass"] != n["pass"]
+        assert n["score"] == pytest.approx(1 - p["score"], abs=1e-9)
+
+
+def test_rouge_empty_inputs_are_errors(tmp_path):
+    got = run_assertion(tmp_path, {"type": "rouge-n", "value": "ref"}, [{"output": "   "}])[0]
+    assert got["status"] == "error" and got["score"] is None
+
+
+def test_templated_reference_per_row(tmp_path):
+    rows = [{"output": "a b c d", "ref": "a b c d"}, {"output": "a b c d", "ref": "w x y z"},
+            {"output": "x", "ref": None}]
+    got = run_assertion(tmp_path, {"type": "bleu", "value": "{{ref}}"}, rows)
+    assert [g["score"] for g in got[:2]] == [pytest.approx(1.0), pytest.approx(1e-7)]
+
+
+def test_repeated_pairs_scored_once_same_result(tmp_path):
+    rows = [{"output": "the cat sat"}] * 3 + [{"output": "the dog"}]
+    got = run_assertion(tmp_path, {"type": "bleu", "value": "the cat sat"}, rows)
+    assert [g["score"] for g in got] == [1.0, 1.0, 1.0, pytest.approx(got[3]["score"])]
+
+
+METEOR = [
+    # stem stage: cats/cat, sitting/sit (Porter); synonym stage: WordNet 3.0
+    ("the cats sitting on mat", "The cat sat on the mat"),
+    ("A feline sits on the rug", "The cat sat on the mat"),
+]
+
+
+@pytest.mark.parametrize(("output", "reference"), METEOR)
+def test_meteor_uses_stems_and_synonyms(tmp_path, output, reference):
+    from checkllm_batch.assertions.meteor import single_meteor, synonyms
+
+    assert "true_cat" not in synonyms("cat") and "cat" in synonyms("cat")
+    exact_only = sum(w in reference.lower().split() for w in output.lower().split())
+    got = run_assertion(tmp_path, {"type": "meteor", "value": reference}, [{"output": output}])[0]
+    assert got["score"] == pytest.approx(single_meteor(output, reference, 0.9, 3.0, 0.5))
+    assert got["score"] > 0 and exact_only < len(output.split())
+
+
+def test_meteor_synonym_match():
+    from checkllm_batch.assertions.meteor import single_meteor
+
+    # "car" and "auto" share a WordNet synset: both words align, one chunk
+    assert single_meteor("the car", "the auto", 0.9, 3, 0.5) == pytest.approx(
+        (1 - 0.5 * (1 / 2) ** 3) * 1.0)
+    # as in promptfoo, the synonym stage sees stems: "automobile" -> "automobil" misses
+    assert single_meteor("the car", "the automobile", 0.9, 3, 0.5) == pytest.approx(0.25)
+
+
+def test_meteor_without_wordnet_is_an_error(tmp_path, monkeypatch):
+    from checkllm_batch.assertions import meteor
+
+    monkeypatch.setattr(meteor, "WORDNET_DIRS", ())
+    monkeypatch.setenv("WORDNET_DIR", str(tmp_path))
+    got = run_assertion(tmp_path, {"type": "meteor", "value": "x y"}, [{"output": "x y"}])[0]
+    assert got["status"] == "error" and "wordnet-base" in got["reason"]
+
+
+def test_vectorised_meteor_matches_the_reference_algorithm():
+    """The join-based alignment gives single_meteor's score (a direct port of promptfoo's
+    greedy loops) on random sentences rich in repeats, stems and WordNet synonyms."""
+    import random
+
+    import polars as pl
+
+    from checkllm_batch.assertions.meteor import meteor_scores, single_meteor
+
+    words = ("the car auto automobile cats cat sitting sat sit big large great quick fast "
+             "rapid mat rug. The. a  ünï").split(" ")
+    rng = random.Random(3)
+    rows = []
+    for i in range(300):
+        out = " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+        refs = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+                for _ in range(rng.randint(1, 3))]
+        rows.append((i, out, refs))
+    pairs = pl.DataFrame(rows, schema={"id": pl.UInt32, "a": pl.String,
+                                       "b": pl.List(pl.String)}, orient="row")
+    got = dict(meteor_scores(pairs, 0.9, 3.0, 0.5).iter_rows())
+    for i, out, refs in rows:
+        want = max(single_meteor(out, r, 0.9, 3.0, 0.5) for r in refs)
+        assert got[i] == pytest.approx(want, abs=1e-9), (out, refs)
+
+
+# natural's PorterStemmer (promptfoo's), run on these words with node: our stems must agree
+NATURAL_STEMS = [("cats", "cat"), ("sitting", "sit"), ("apology", "apolog"), ("as", "as"),
+                 ("cosmology", "cosmolog"), ("automobile", "automobil"), ("happily", "happili"),
+                 ("Running", "run"), ("generalization", "gener"), ("résumés", "résumé"),
+                 ("añoranzas", "añoranza"), ("walkéd", "walkéd")]
+
+
+@pytest.mark.parametrize(("word", "stemmed"), NATURAL_STEMS)
+def test_stems_like_natural(word, stemmed):
+    from checkllm_batch.assertions.meteor import stem
+
+    assert stem(word) == stemmed

@@ -1,0 +1,219 @@
+"""XML, HTML, SQL, tool-call checks (reference §4.2, §5.3, §5.4).
+
+Verdicts marked [pf] were checked with promptfoo 0.123.1 run offline on the same inputs.
+"""
+
+import json
+
+import pytest
+
+from vocab_helpers import run_assertion
+
+XML = [
+    ({"type": "is-xml"}, "<a><b>1</b></a>", "pass"),
+    ({"type": "is-xml"}, "<a><b></a>", "fail"),
+    ({"type": "is-xml"}, "note:<a>1</a> ok", "fail"),  # [pf]
+    ({"type": "is-xml"}, "", "fail"),
+    ({"type": "is-xml"}, "<café>ünï</café>", "pass"),
+    ({"type": "is-xml", "value": "analysis.summary"},
+     "<analysis><summary>x</summary></analysis>", "pass"),
+    ({"type": "is-xml", "value": "analysis.summary, analysis.score"},
+     "<analysis><summary>x</summary></analysis>", "fail"),
+    ({"type": "is-xml", "value": {"requiredElements": ["r.item.1", "r.@_id"]}},
+     '<r id="7"><item>a</item><item>b</item></r>', "pass"),
+    ({"type": "is-xml", "value": ["r.item.2"]}, "<r><item>a</item><item>b</item></r>", "fail"),
+    ({"type": "not-is-xml"}, "plain text", "pass"),
+    ({"type": "contains-xml"}, "note:<a>1</a> ok", "pass"),  # [pf]
+    ({"type": "contains-xml"}, "no xml here", "fail"),
+    ({"type": "contains-xml", "value": "a.b"}, "Result: <a><b>1</b></a> done", "pass"),
+    ({"type": "contains-xml", "value": "a.c"}, "Result: <a><b>1</b></a> done", "fail"),
+    ({"type": "not-contains-xml"}, "Result: <a/>", "fail"),
+]
+HTML = [
+    ({"type": "is-html"}, "<div><p>Hi</p></div>", "pass"),
+    ({"type": "is-html"}, "Hello <b>x</b>", "fail"),  # [pf] bare text outside tags
+    ({"type": "is-html"}, "<foo>x</foo>", "fail"),
+    ({"type": "is-html"}, "<my-widget>x</my-widget>", "pass"),
+    ({"type": "is-html"}, '<?xml version="1.0"?><p>x</p>', "fail"),
+    ({"type": "is-html"}, "   ", "fail"),
+    ({"type": "is-html"}, "<html><body>Hello</body></html>", "pass"),
+    ({"type": "contains-html"}, "Hello <b>x</b>", "pass"),  # [pf]
+    ({"type": "contains-html"}, "a < b and c > d", "fail"),
+    ({"type": "contains-html"}, "Use &amp; and <br/>", "pass"),
+    ({"type": "not-contains-html"}, "plain ünïcode text", "pass"),
+]
+SQL = [
+    ({"type": "is-sql"}, "SELECT id, name FROM users WHERE id = 1", "pass"),
+    ({"type": "is-sql"}, "SELECT id name FROM users", "fail"),  # missing comma heuristic
+    ({"type": "is-sql"}, "hello there", "fail"),  # [pf]
+    ({"type": "is-sql"}, "SELECT `a FROM t", "fail"),  # odd backticks
+    ({"type": "is-sql"}, "SELECT * FROM generate_series(1, 3)", "fail"),  # MySQL
+    ({"type": "is-sql", "value": {"databaseType": "PostgresQL"}},
+     "SELECT * FROM generate_series(1, 3)", "pass"),
+    ({"type": "is-sql"}, "", "fail"),
+    ({"type": "is-sql", "value": {"allowedTables": ["select::null::users"]}},
+     "SELECT id FROM users", "pass"),
+    ({"type": "is-sql", "value": {"allowedTables": ["select::null::users"]}},
+     "SELECT id FROM orders", "fail"),
+    ({"type": "is-sql", "value": {"allowedColumns": ["select::users::id"]}},
+     "SELECT id FROM users", "pass"),
+    ({"type": "is-sql", "value": {"allowedColumns": ["select::users::id"]}},
+     "SELECT email FROM users", "fail"),
+    ({"type": "contains-sql"}, "Here:\n```sql\nSELECT 1\n```\nthanks", "pass"),
+    ({"type": "contains-sql"}, "Here:\n```python\nprint(1)\n```", "fail"),
+    ({"type": "contains-sql"}, "SELECT name FROM pets", "pass"),
+    ({"type": "not-contains-sql"}, "no query in this ünïcode answer", "pass"),
+]
+
+
+@pytest.mark.parametrize(("assertion", "output", "status"), XML + HTML + SQL)
+def test_structure(tmp_path, assertion, output, status):
+    got = run_assertion(tmp_path, assertion, [{"output": output}])[0]
+    assert got["status"] == status, got
+    assert got["score"] == (1.0 if status == "pass" else 0.0)
+
+
+@pytest.mark.parametrize("kind", ["is-xml", "is-html", "contains-html", "is-sql"])
+def test_null_output_fails(tmp_path, kind):
+    assert run_assertion(tmp_path, {"type": kind}, [{"output": None}])[0]["status"] == "fail"
+
+
+@pytest.mark.parametrize("value", ["SELECT 1", {"databaseType": "Oracle9"},
+                                   {"allowedTables": "users"}])
+def test_sql_bad_values_fail_at_parse_time(tmp_path, value):
+    from checkllm_batch.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        run_assertion(tmp_path, {"type": "is-sql", "value": value}, [{"output": "x"}])
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}
+
+
+def call(name, args):
+    return {"id": "c1", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+TOOLS = [
+    ({"output": json.dumps([call("get_weather", {"city": "Zürich"})])}, "pass"),
+    ({"output": json.dumps({"content": None,
+                            "tool_calls": [call("get_weather", {"city": "Paris"})]})}, "pass"),
+    ({"output": json.dumps([call("get_weather", {})])}, "fail"),  # required property
+    ({"output": json.dumps([call("book_flight", {})])}, "fail"),  # unknown tool
+    ({"output": "It is sunny."}, "fail"),
+    ({"output": "", "tool_calls": json.dumps([call("get_weather", {"city": "Oslo"})])}, "pass"),
+    ({"output": "MCP Tool Result (weather): ok"}, "pass"),
+    ({"output": "MCP Tool Error (weather): boom"}, "fail"),
+]
+
+
+@pytest.mark.parametrize(("row", "status"), TOOLS)
+def test_openai_tools_call(tmp_path, row, status):
+    assertion = {"type": "is-valid-openai-tools-call", "config": {"tools": [WEATHER]}}
+    assert run_assertion(tmp_path, assertion, [row])[0]["status"] == status
+
+
+def test_tools_per_row_column_and_missing_tools(tmp_path):
+    rows = [{"output": json.dumps([call("get_weather", {"city": "Rome"})]),
+             "tools": json.dumps([WEATHER])},
+            {"output": json.dumps([call("get_weather", {"city": "Rome"})]), "tools": None}]
+    got = run_assertion(tmp_path, {"type": "is-valid-openai-tools-call"}, rows)
+    assert got[0]["status"] == "pass"
+    assert got[1]["status"] == "error" and "no tools declared" in got[1]["reason"]
+
+
+FUNCTIONS = [{"name": "get_weather", "parameters": WEATHER["function"]["parameters"]}]
+
+
+@pytest.mark.parametrize(("output", "status"), [
+    ({"name": "get_weather", "arguments": '{"city": "Lima"}'}, "pass"),
+    ({"function_call": {"name": "get_weather", "arguments": '{"city": "Lima"}'}}, "pass"),
+    ({"name": "get_weather", "arguments": '{"city": 3}'}, "fail"),
+    ({"name": "other", "arguments": "{}"}, "fail"),
+    ("not a call", "fail"),
+])
+def test_openai_function_call(tmp_path, output, status):
+    assertion = {"type": "is-valid-openai-function-call", "value": FUNCTIONS}
+    text = output if isinstance(output, str) else json.dumps(output)
+    assert run_assertion(tmp_path, assertion, [{"output": text}])[0]["status"] == status
+
+
+F1 = [
+    ([call("get_weather", {}), call("search", {})], ["get_weather", "search"], 1.0),
+    ([call("get_weather", {})], ["get_weather", "search"], 2 / 3),
+    ([call("a", {}), call("b", {}), call("c", {})], "a, d", 0.4),
+    ([], "a", 0.0),
+    ({"type": "tool_use", "name": "a"}, "a", 1.0),  # Anthropic
+    ({"functionCall": {"name": "a"}}, "a", 1.0),  # Google
+    ("I called {\"type\": \"tool_use\", \"name\": \"a\"} then", "a", 1.0),  # JSON in prose
+    ("I called {\"name\": \"a\"} then", "a", 0.0),  # a bare name object is not a call
+]
+
+
+@pytest.mark.parametrize(("calls", "value", "f1"), F1)
+def test_tool_call_f1(tmp_path, calls, value, f1):
+    out = calls if isinstance(calls, str) else json.dumps(calls)
+    got = run_assertion(tmp_path, {"type": "tool-call-f1", "value": value}, [{"output": out}])[0]
+    assert got["score"] == pytest.approx(f1, abs=1e-6)
+    assert got["status"] == ("pass" if f1 >= 1.0 else "fail")
+    neg = run_assertion(tmp_path, {"type": "not-tool-call-f1", "value": value},
+                        [{"output": out}])[0]
+    assert neg["status"] == ("fail" if f1 >= 1.0 else "pass")
+
+
+def test_pool_gives_the_same_outcomes_as_in_process():
+    from checkllm_batch.assertions.pool import check_values
+    from checkllm_batch.assertions.structure import xml_check
+
+    values = [f"<a><b>{i}</b></a>" if i % 3 else f"<a>{i}" for i in range(40)]
+    assert check_values(xml_check, (), values, parallel=True) == \
+        check_values(xml_check, (), values, parallel=False)
+
+
+def test_pool_workers_do_not_rerun_an_unguarded_script(tmp_path):
+    """A user script without `if __name__ == "__main__"` must run once, not once per worker."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "from checkllm_batch.assertions.pool import check_values\n"
+        "from checkllm_batch.assertions.structure import xml_check\n"
+        "print('script body ran', flush=True)\n"
+        "values = ['<a>%d</a>' % i for i in range(20)]\n"
+        "print(all(ok for ok, _ in check_values(xml_check, (), values, parallel=True)))\n",
+        encoding="utf-8")
+    env = {**__import__("os").environ, "CHECKLLM_WORKERS": "2"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, env=env, check=True).stdout
+    assert out.count("script body ran") == 1 and out.strip().endswith("True")
+
+
+def test_empty_tool_calls_column_falls_back_to_the_output(tmp_path):
+    rows = [{"output": json.dumps([call("get_weather", {"city": "Bern"})]), "tool_calls": None},
+            {"output": "no calls", "tool_calls": json.dumps([call("get_weather", {"city": "X"})])}]
+    assertion = {"type": "is-valid-openai-tools-call", "config": {"tools": [WEATHER]}}
+    assert [g["status"] for g in run_assertion(tmp_path, assertion, rows)] == ["pass", "pass"]
+    f1 = run_assertion(tmp_path, {"type": "tool-call-f1", "value": "get_weather"}, rows)
+    assert [g["score"] for g in f1] == [1.0, 1.0]
+
+
+def test_parser_runs_once_per_distinct_value_per_batch(tmp_path, monkeypatch):
+    from checkllm_batch.assertions import structure
+
+    seen = []
+    real = structure.xml_check
+
+    def counting(text, required):
+        seen.append(text)
+        return real(text, required)
+
+    monkeypatch.setattr(structure, "xml_check", counting)
+    rows = [{"output": "<a/>"}, {"output": "<b>"}, {"output": "<a/>"}]
+    got = run_assertion(tmp_path, {"type": "is-xml"}, rows)
+    assert [g["status"] for g in got] == ["pass", "fail", "pass"]
+    assert sorted(seen) == ["<a/>", "<b>"]

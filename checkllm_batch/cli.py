@@ -10,23 +10,7 @@ import duckdb
 
 from . import api
 from .analysis.commands import compare_command, export_command, report_command
-from .errors import CheckLLMError
-
-EXIT_FAILED, EXIT_USAGE = 1, 2
-
-
-class UserError(click.ClickException):
-    exit_code = EXIT_USAGE
-
-
-def _user_errors(fn):
-    def wrapped(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except CheckLLMError as e:
-            raise UserError(str(e)) from None
-    wrapped.__doc__, wrapped.__name__ = fn.__doc__, fn.__name__
-    return wrapped
+from .cli_support import EXIT_FAILED, UserError, show, user_errors
 
 
 @click.group()
@@ -43,7 +27,7 @@ def main() -> None:
 @click.option("--batch-rows", default=api.BATCH_ROWS, show_default=True,
               help="Rows per batch: peak memory follows this, not the dataset size.")
 @click.option("--progress/--no-progress", default=True, help="Progress bar (only on a terminal).")
-@_user_errors
+@user_errors
 def eval_command(suite: str, outputs: str | None, db: str, batch_rows: int,
                  progress: bool) -> None:
     """Evaluate OUTPUTS against SUITE and append a run to the results database.
@@ -56,7 +40,7 @@ def eval_command(suite: str, outputs: str | None, db: str, batch_rows: int,
     totals = summary.select("cases", "pass", "fail", "error").sum().row(0)
     click.echo(f"run {run.run_id}: {totals[0]} cases, {totals[1]} passed, {totals[2]} failed, "
                f"{totals[3]} errors ({100 * totals[1] / max(totals[0], 1):.1f}% pass)")
-    _show(run.con, "SELECT * FROM summary", summary=summary)
+    show("SELECT * FROM summary", summary=summary)
     _print_metrics(run)
     click.echo(f"results: {db} (checkllm-batch metrics --db {db} --run {run.run_id})")
     sys.exit(0 if totals[1] == totals[0] else EXIT_FAILED)
@@ -65,12 +49,12 @@ def eval_command(suite: str, outputs: str | None, db: str, batch_rows: int,
 @main.command()
 @click.option("--db", default="results.duckdb", show_default=True)
 @click.option("--run", "run_id", help="Run id (default: the last run).")
-@_user_errors
+@user_errors
 def metrics(db: str, run_id: str | None) -> None:
     """Print a run's pass rates, named metrics and derived metrics."""
     run = api.get_run(db, run_id)
     click.echo(f"run {run.run_id}")
-    _show(run.con, "SELECT * FROM summary", summary=run.summary())
+    show("SELECT * FROM summary", summary=run.summary())
     _print_metrics(run)
 
 
@@ -79,7 +63,7 @@ def metrics(db: str, run_id: str | None) -> None:
 @click.option("--db", default="results.duckdb", show_default=True)
 @click.option("--list", "list_", is_flag=True,
               help="List the tables, views and table macros, one line each.")
-@_user_errors
+@user_errors
 def sql(query: str | None, db: str, list_: bool) -> None:
     """Run a SQL QUERY on the results database and print the table.
 
@@ -104,20 +88,12 @@ def _print_metrics(run: api.Run) -> None:
     named, derived = run.named_metrics, run.derived_metrics
     if named.height:
         click.echo("named metrics (sum / weight = mean):")
-        _show(run.con, "SELECT provider, prompt, metric, sum, weight, count, "
-              "round(sum / nullif(weight, 0), 4) AS mean FROM named ORDER BY ALL", named=named)
+        show("SELECT provider, prompt, metric, sum, weight, count, "
+             "round(sum / nullif(weight, 0), 4) AS mean FROM named ORDER BY ALL", named=named)
     if derived.height:
         click.echo("derived metrics:")
-        _show(run.con, "SELECT provider, prompt, name, round(value, 4) AS value FROM derived "
-              "ORDER BY provider NULLS FIRST, prompt",
-              derived=derived)
-
-
-def _show(con: duckdb.DuckDBPyConnection, query: str, **frames) -> None:
-    local = duckdb.connect()
-    for name, frame in frames.items():
-        local.register(name, frame.to_arrow())
-    local.sql(query).show(max_rows=50, max_width=200)
+        show("SELECT provider, prompt, name, round(value, 4) AS value FROM derived "
+             "ORDER BY provider NULLS FIRST, prompt", derived=derived)
 
 
 for _command in (compare_command, export_command, report_command):

@@ -5,33 +5,16 @@ from __future__ import annotations
 import sys
 
 import click
-import duckdb
 import polars as pl
 
-from ..errors import CheckLLMError
+from ..cli_support import show, user_errors
 from .results import Results
 
-EXIT_REGRESSED, EXIT_USAGE = 1, 2
-
-
-class UserError(click.ClickException):
-    exit_code = EXIT_USAGE
-
-
-def _user_errors(fn):
-    def wrapped(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except CheckLLMError as e:
-            raise UserError(str(e)) from None
-    wrapped.__doc__, wrapped.__name__ = fn.__doc__, fn.__name__
-    return wrapped
+EXIT_REGRESSED = 1
 
 
 def _show(frame: pl.DataFrame, max_rows: int = 50) -> None:
-    local = duckdb.connect()
-    local.register("frame", frame.to_arrow())
-    local.sql("SELECT * FROM frame").show(max_rows=max_rows, max_width=200)
+    show(max_rows=max_rows, frame=frame)
 
 
 @click.command("compare")
@@ -39,7 +22,7 @@ def _show(frame: pl.DataFrame, max_rows: int = 50) -> None:
 @click.argument("run_b")
 @click.option("--db", default="results.duckdb", show_default=True)
 @click.option("--all-metrics", is_flag=True, help="Also list metrics that did not change.")
-@_user_errors
+@user_errors
 def compare_command(run_a: str, run_b: str, db: str, all_metrics: bool) -> None:
     """Compare RUN_A with RUN_B: cases that regressed (passed in A, not in B) or improved,
     and the change of each metric.
@@ -70,7 +53,7 @@ def compare_command(run_a: str, run_b: str, db: str, all_metrics: bool) -> None:
 @click.option("--run", "run_id", help="Run id (default: the last run).")
 @click.option("--output", "-o", "directory", required=True, type=click.Path(file_okay=False),
               help="Directory for <table>.parquet files.")
-@_user_errors
+@user_errors
 def export_command(db: str, run_id: str | None, directory: str) -> None:
     """Export one run to Parquet: one file per table, that run's rows only."""
     results = Results(db)
@@ -83,7 +66,7 @@ def export_command(db: str, run_id: str | None, directory: str) -> None:
 @click.option("--run", "run_id", help="Run id (default: the last run).")
 @click.option("--output", "-o", "path", default="report.html", show_default=True,
               type=click.Path(dir_okay=False))
-@_user_errors
+@user_errors
 def report_command(db: str, run_id: str | None, path: str) -> None:
     """Write a self-contained HTML report of a run: summary, charts per provider and metric,
     failures with reasons, judge cost. No network needed to view it."""

@@ -7,7 +7,8 @@ and are joined back to the rows, so repeated outputs cost nothing.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 
@@ -15,9 +16,11 @@ Outcome = tuple[bool | None, str | None]  # (passed, detail); passed None means 
 OUTCOME = pl.Struct({"ok": pl.Boolean, "detail": pl.String})
 
 
-def over_distinct(expr: pl.Expr, check: Callable[[Any], Outcome]) -> pl.Expr:
+def over_distinct(expr: pl.Expr, check: Callable[[Any], Outcome],
+                  run_all: Callable[[list], list[Outcome]] | None = None) -> pl.Expr:
     """A struct {ok, detail} per row, calling `check` once per distinct value of `expr`.
-    Wrap the result in `ctx.once(...)` so that the batch is checked once."""
+    Wrap the result in `ctx.once(...)` so that the batch is checked once. `run_all`, if
+    given, checks the list of distinct values itself (e.g. on a worker pool)."""
 
     def run(values: pl.Series) -> pl.Series:
         # De-duplicate on a 64-bit hash of the value: joining on u64 is far cheaper than on
@@ -25,7 +28,8 @@ def over_distinct(expr: pl.Expr, check: Callable[[Any], Outcome]) -> pl.Expr:
         hashes = values.hash()
         first = hashes.is_first_distinct()
         uniq = values.filter(first).to_list()
-        outcomes = [check(v) for v in uniq]  # row-wise: one call per distinct value
+        outcomes = (run_all(uniq) if run_all
+                    else [check(v) for v in uniq])  # row-wise: one call per distinct value
         table = pl.DataFrame(
             {"h": hashes.filter(first), "ok": [o[0] for o in outcomes],
              "detail": [o[1] for o in outcomes]},

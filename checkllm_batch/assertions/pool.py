@@ -8,17 +8,18 @@ worker processes (spawned once, kept for the life of the program).
 from __future__ import annotations
 
 import os
-import time
 import sys
+import time
 import types
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from multiprocessing import get_context
-from typing import Any, Callable
+from typing import Any
 
 import polars as pl
 
-from .distinct import OUTCOME, Outcome
+from .distinct import Outcome, over_distinct
 
 POOL_MIN = 4_000  # fewer distinct values than this: checking in-process is faster
 SAMPLE = 1_000  # values timed in-process before deciding
@@ -84,19 +85,7 @@ def check_values(check: Callable[[Any, Any], Outcome], arg: Any, values: list,
 
 def over_distinct_pool(expr: pl.Expr, check: Callable[[Any, Any], Outcome], arg: Any = None
                        ) -> pl.Expr:
-    """A struct {ok, detail} per row: `check(value, arg)` once per distinct value of `expr`.
-    Wrap the result in `ctx.once(...)` so that the batch is checked once."""
-
-    def run(values: pl.Series) -> pl.Series:
-        # de-duplicate on a 64-bit hash of the value, as distinct.over_distinct does
-        hashes = values.hash()
-        first = hashes.is_first_distinct()
-        outcomes = check_values(check, arg, values.filter(first).to_list())
-        table = pl.DataFrame(
-            {"h": hashes.filter(first), "ok": [o[0] for o in outcomes],
-             "detail": [o[1] for o in outcomes]},
-            schema={"h": pl.UInt64, "ok": pl.Boolean, "detail": pl.String})
-        joined = hashes.to_frame("h").join(table, on="h", how="left", maintain_order="left")
-        return joined.select(pl.struct("ok", "detail")).to_series()
-
-    return expr.map_batches(run, return_dtype=OUTCOME)
+    """A struct {ok, detail} per row: `check(value, arg)` once per distinct value of `expr`,
+    on the worker pool when that pays off. Wrap the result in `ctx.once(...)`."""
+    return over_distinct(expr, lambda value: check(value, arg),
+                         run_all=lambda values: check_values(check, arg, values))

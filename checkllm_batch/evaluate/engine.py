@@ -7,8 +7,8 @@ handed to the judge, or end as `error: no judge configured`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import polars as pl
 
@@ -17,6 +17,7 @@ from ..assertions.registry import Ctx, Kind, Verdict
 from ..spec import template
 from .plan import Plan, Planned
 from .sets import combine_sets
+from .verdict import verdict
 
 RESULT_SCHEMA = {"case_id": pl.Int64, "test_index": pl.Int32, "key": pl.Int32,
                  "status": pl.String, "pass": pl.Boolean, "score": pl.Float64, "reason": pl.String}
@@ -162,20 +163,6 @@ def combine_tests(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame) -> pl.
         schema={"test_index": pl.Int32, "threshold": pl.Float64})
     t = (cases.select("case_id", pl.col("test_index").cast(pl.Int32))
          .join(agg, on="case_id", how="left").join(thresholds, on="test_index", how="left"))
-    has = pl.col("errors").is_not_null()
-    score = pl.when(has).then(pl.col("score")).otherwise(1.0)
-    by_threshold = score >= pl.col("threshold")
-    passed = (pl.when(pl.col("threshold").is_not_null()).then(by_threshold)
-              .otherwise(pl.col("all_pass").fill_null(True)))
-    error = pl.col("errors").fill_null(0) > 0
-    return t.select(
-        "case_id",
-        status=pl.when(error).then(pl.lit("error")).when(passed).then(pl.lit("pass"))
-        .otherwise(pl.lit("fail")),
-        **{"pass": pl.when(error).then(None).otherwise(passed)},
-        score=pl.when(error).then(None).otherwise(score),
-        reason=pl.when(error).then(pl.col("first_error"))
-        .when(pl.col("threshold").is_not_null()).then(pl.format(
-            "Aggregate score {} {} {} threshold", score.round(2),
-            pl.when(by_threshold).then(pl.lit(">=")).otherwise(pl.lit("<")), pl.col("threshold")))
-        .when(~passed).then(pl.col("first_fail")))
+    score = pl.when(pl.col("errors").is_not_null()).then(pl.col("score")).otherwise(1.0)
+    return t.select("case_id", **verdict(score))
+

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from .verdict import verdict
+
 
 def combine_sets(sets: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     """One result row per (case, assert-set), with the columns of `results`."""
@@ -26,21 +28,8 @@ def combine_sets(sets: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     t = (cases.join(agg, on=["case_id", "test_index", "parent_index"], how="left")
          .join(sets.rename({"assertion_index": "parent_index"}),
                on=["test_index", "parent_index"], how="inner"))
-    score = pl.col("score").fill_null(0.0)
-    by_threshold = score >= pl.col("threshold")
-    passed = (pl.when(pl.col("threshold").is_not_null()).then(by_threshold)
-              .otherwise(pl.col("all_pass").fill_null(True)))
-    error = pl.col("errors").fill_null(0) > 0
     return t.select(
         "case_id", "test_index", key=pl.lit(-1, pl.Int32),
-        status=pl.when(error).then(pl.lit("error")).when(passed).then(pl.lit("pass"))
-        .otherwise(pl.lit("fail")),
-        **{"pass": pl.when(error).then(None).otherwise(passed)},
-        score=pl.when(error).then(None).otherwise(score),
-        reason=pl.when(error).then(pl.col("first_error"))
-        .when(pl.col("threshold").is_not_null()).then(pl.format(
-            "Aggregate score {} {} {} threshold", score.round(2),
-            pl.when(by_threshold).then(pl.lit(">=")).otherwise(pl.lit("<")), pl.col("threshold")))
-        .when(~passed).then(pl.col("first_fail")),
+        **verdict(pl.col("score").fill_null(0.0)),
         assertion_index=pl.col("parent_index"), type="type", metric="metric", weight="weight",
         metric_only="metric_only", parent_index=pl.lit(None, pl.Int32))

@@ -1,9 +1,9 @@
 """The Python API: evaluate frames or files, read results as Polars, copy runs."""
 
 import polars as pl
+from conftest import ROOT, write_suite
 
 import checkllm_batch as cb
-from conftest import ROOT, write_suite
 
 SUITE = {"defaultTest": {"assert": [{"type": "contains", "value": "{{expected}}",
                                      "metric": "hit"}]}}

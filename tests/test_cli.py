@@ -9,9 +9,9 @@ import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from conftest import ROOT, write_suite
 
 from checkllm_batch.cli import main
-from conftest import ROOT, write_suite
 
 SUITE = {"tests": [{"description": "capital", "assert": [{"type": "contains", "value": "Paris"}]},
                    {"description": "math", "assert": [{"type": "equals", "value": "4"}]}]}

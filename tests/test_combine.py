@@ -1,7 +1,6 @@
 """Test results: weighted score, pass, threshold (0 included), metric-only, errors (SPEC §3)."""
 
 import pytest
-
 from conftest import run
 
 EQ = {"type": "equals", "value": "Hello world", "weight": 2}

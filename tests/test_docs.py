@@ -3,9 +3,9 @@
 import re
 
 import pytest
+from conftest import ROOT
 
 from checkllm_batch.assertions.registry import ALIASES, REGISTRY
-from conftest import ROOT
 
 DOCS = ROOT / "docs" / "assertions"
 

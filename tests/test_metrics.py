@@ -1,7 +1,6 @@
 """Named metrics and derivedMetrics computed in DuckDB (SPEC §3, reference §10.4–§10.5)."""
 
 import pytest
-
 from conftest import ROOT, run
 
 FSCORE = {

@@ -1,10 +1,10 @@
 """Suite parsing: YAML 1.2 values, defaultTest merge, and errors that name their place."""
 
 import pytest
+from conftest import write_suite
 
 import checkllm_batch as cb
 from checkllm_batch.errors import ConfigError
-from conftest import write_suite
 
 
 def load(tmp_path, text):

@@ -3,7 +3,6 @@
 import math
 
 import pytest
-
 from vocab_helpers import run_assertion
 
 LP = [-0.1, -0.2, -0.3]

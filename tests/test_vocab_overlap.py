@@ -6,7 +6,6 @@ Values marked [pf] were checked with promptfoo 0.123.1 run offline on the same i
 import math
 
 import pytest
-
 from vocab_helpers import run_assertion
 
 CASES = [

@@ -6,7 +6,6 @@ Verdicts marked [pf] were checked with promptfoo 0.123.1 run offline on the same
 import json
 
 import pytest
-
 from vocab_helpers import run_assertion
 
 XML = [

@@ -1,7 +1,6 @@
 """word-count, finish-reason, is-refusal: promptfoo's verdicts (reference §4.1, §5.13)."""
 
 import pytest
-
 from vocab_helpers import run_assertion
 
 # (assertion, row, status, score)

@@ -1,8 +1,24 @@
 """Assertion types. Importing this package registers every type in `registry.REGISTRY`."""
 
-from . import distance, graded, jsonchecks, provider, text  # noqa: F401  (registration)
-from . import expression, promptkit, scripts, sets, toolcalls, webhook  # noqa: F401
-from . import metadata, meteor, overlap, structure, tools, words  # noqa: F401  (registration)
+from . import (  # noqa: F401  (registration)  # noqa: F401  # noqa: F401  (registration)
+    distance,
+    expression,
+    graded,
+    jsonchecks,
+    metadata,
+    meteor,
+    overlap,
+    promptkit,
+    provider,
+    scripts,
+    sets,
+    structure,
+    text,
+    toolcalls,
+    tools,
+    webhook,
+    words,
+)
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup
 
 __all__ = ["REGISTRY", "Ctx", "Kind", "Verdict", "assertion", "lookup"]

@@ -23,7 +23,7 @@ if not os.environ.get("CHECKLLM_REQUIRE_BROWSER"):
                     allow_module_level=True)
     pytest.importorskip("playwright.sync_api")
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import sync_playwright  # noqa: E402  (after the skip check)
 
 
 @pytest.fixture(scope="module")

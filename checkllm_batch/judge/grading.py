@@ -67,6 +67,7 @@ class Graded:
         names = list(inputs)
         frame = self.rows.select("case_id", "test_index", *(e.alias(n) for n, e in inputs.items()))
         uniq = frame.select(names).unique(maintain_order=True)
+        self.runner.stats.graded += frame.height
         items = uniq.to_dicts()
         outcomes = grade(items)
         table = uniq.with_columns(pl.DataFrame(

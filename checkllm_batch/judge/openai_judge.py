@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import openai
 
 from .config import JudgeConfig
@@ -21,9 +20,17 @@ def client(config: JudgeConfig) -> openai.OpenAI:
     return openai.OpenAI(
         api_key=config.api_key(), base_url=config.base_url, timeout=config.timeout,
         max_retries=0,
-        http_client=httpx.Client(limits=httpx.Limits(
-            max_connections=max(100, config.concurrency * 2),
-            max_keepalive_connections=max(20, config.concurrency)), timeout=config.timeout))
+        http_client=openai.DefaultHttpxClient(limits=_limits(config), timeout=config.timeout))
+
+
+def _limits(config: JudgeConfig):
+    """A connection pool that fits the concurrency (the client's default is 100)."""
+    try:  # the HTTP library of openai 3.x; 1.x and 2.x use httpx
+        import httpx2 as httpx
+    except ImportError:
+        import httpx  # type: ignore[no-redef]
+    return httpx.Limits(max_connections=max(100, config.concurrency * 2),
+                        max_keepalive_connections=max(20, config.concurrency))
 
 
 class OpenAIJudge:

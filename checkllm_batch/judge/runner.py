@@ -21,7 +21,8 @@ DRY = "dry run: not sent"
 
 @dataclass
 class Stats:
-    requested: int = 0  # request references, before de-duplication
+    graded: int = 0  # (case, assertion) pairs graded by the judge
+    requested: int = 0  # requests built from their distinct inputs, before de-duplication
     unique: int = 0  # distinct requests
     cached: int = 0  # answered from judge_calls
     sent: int = 0  # sent (or, in a dry run, planned to be sent)
@@ -155,5 +156,6 @@ class Runner:
         error = state.outcome.exception() if state.outcome else None
         if isinstance(error, JudgeError) and error.retry_after is not None:
             return min(self.config.backoff_max, error.retry_after) + random.uniform(0, 0.05)
-        return wait_exponential_jitter(initial=self.config.backoff_initial,
+        first = self.config.backoff_initial
+        return wait_exponential_jitter(multiplier=first, jitter=first,
                                        max=self.config.backoff_max)(state)

@@ -72,8 +72,8 @@ def start_run(con: duckdb.DuckDBPyConnection, suite: Suite, outputs: str | None,
 
 def resume_run(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
     """Take up an interrupted run again: its partial results go, its id and judge calls stay."""
-    row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()
-    if row is None:
+    row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    if not row:
         raise InputError(f"no run {run_id!r} in the database to resume")
     for table in ("cases", "assertion_results", "test_results", "named_metrics", "derived_metrics"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])

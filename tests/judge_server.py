@@ -48,6 +48,7 @@ class JudgeServer:
         self.bodies: Counter[str] = Counter()  # request body hash -> successful answers
         self.status: Counter[int] = Counter()
         self.files: dict[str, bytes] = {}
+        self.first = self.last = 0.0  # when the first and the last call were answered
         self.batches: dict[str, dict[str, Any]] = {}
         self.capacity = (rpm / 60.0) if rpm else 0.0
         self.tokens, self.refilled = self.capacity, time.monotonic()
@@ -174,6 +175,8 @@ class JudgeServer:
                     return self._send(404, {"error": {"message": f"no route {path}"}})
                 with server.lock:
                     server.bodies[hashlib.sha256(data).hexdigest()] += 1
+                    server.first = server.first or time.monotonic()
+                    server.last = time.monotonic()
                 self._send(200, reply, server._limit_headers())
 
         return Handler

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 
-HEADROOM = 0.98  # pace just under an announced limit
+HEADROOM = 1.0  # pace at an announced limit (the server allows a little burst)
 DECREASE, EPISODE = 0.7, 2.0  # on 429: rate x0.7, at most once per 2 s episode
 MIN_RPM = 6.0
 BURST = 0.25  # seconds of lag a paced stream may catch up at once

@@ -38,9 +38,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--client-rpm", type=float, default=None,
                         help="rpm given to the client (default: learnt from headers)")
+    parser.add_argument("--hide-limits", action="store_true",
+                        help="the server sends no x-ratelimit-* headers: only 429s teach")
     args = parser.parse_args()
     os.environ.setdefault("BENCH_JUDGE_KEY", "sk-bench")
-    server = JudgeServer(rpm=args.rpm, latency=args.latency).start()
+    server = JudgeServer(rpm=args.rpm, latency=args.latency,
+                         announce=not args.hide_limits).start()
     with tempfile.TemporaryDirectory() as tmp:
         suite = Path(tmp) / "suite.yaml"
         suite.write_text(SUITE)

@@ -38,11 +38,12 @@ class JudgeServer:
     def __init__(self, *, rpm: float | None = None, fail_rate: float = 0.0,
                  latency: float = 0.0, answer: Callable[[dict], str] = rubric_reply,
                  seed: int = 0, batch_polls: int = 0,
-                 reject: Callable[[dict], int | None] | None = None):
+                 reject: Callable[[dict], int | None] | None = None, announce: bool = True):
         self.rpm, self.fail_rate, self.latency, self.answer = rpm, fail_rate, latency, answer
         self.batch_polls = batch_polls  # polls a batch stays in_progress before completing
         self.rng = random.Random(seed)
         self.reject = reject  # body -> an HTTP status to answer with instead (e.g. 400)
+        self.announce = announce  # send x-ratelimit-* headers
         self.lock = threading.Lock()
         self.counts: Counter[str] = Counter()  # path -> requests (any outcome)
         self.bodies: Counter[str] = Counter()  # request body hash -> successful answers
@@ -87,7 +88,7 @@ class JudgeServer:
             return (1.0 - self.tokens) / rate
 
     def _limit_headers(self) -> dict[str, str]:
-        if not self.rpm:
+        if not self.rpm or not self.announce:
             return {}
         return {"x-ratelimit-limit-requests": str(int(self.rpm)),
                 "x-ratelimit-remaining-requests": str(max(0, int(self.tokens))),
@@ -165,8 +166,9 @@ class JudgeServer:
                     return self._send(500, {"error": {"message": "injected fault"}})
                 body = json.loads(data)
                 status = server.reject(body) if server.reject else None
-                if status:
-                    return self._send(status, {"error": {"message": f"rejected {status}"}})
+                if status:  # a careless endpoint that echoes the key it was given
+                    echo = self.headers.get("authorization", "")
+                    return self._send(status, {"error": {"message": f"rejected {status}: {echo}"}})
                 if path == "/v1/chat/completions":
                     reply = server.complete(body)
                 elif path == "/v1/embeddings":

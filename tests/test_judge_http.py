@@ -124,12 +124,17 @@ def test_budget_stops_spending(tmp_path, judge_server):
     assert set(exhausted["status"]) == {"error"}
 
 
-@pytest.mark.parametrize("judge_server", [{"reject": lambda body: 400}], indirect=True)
-def test_400_is_not_retried(tmp_path, judge_server):
+@pytest.mark.parametrize("judge_server,status", [
+    ({"reject": lambda body: 400}, 400), ({"reject": lambda body: 401}, 401),
+    ({"reject": lambda body: 404}, 404)], indirect=["judge_server"])
+def test_400_401_404_are_not_retried_and_the_key_is_not_echoed(tmp_path, judge_server, status):
     run = api.evaluate(suite(tmp_path), outputs(3), judge_config=config(judge_server))
     assert judge_server.counts["POST /v1/chat/completions"] == 3
     assert set(run.assertion_results["status"]) == {"error"}
-    assert all("HTTP 400" in r for r in run.assertion_results["reason"])
+    assert all(f"HTTP {status}" in r for r in run.assertion_results["reason"])
+    stored = str(run.con.execute("SELECT * FROM judge_calls").fetchall())
+    assert f"rejected {status}" in stored and SECRET not in stored
+    assert SECRET not in str(run.assertion_results.rows())
 
 
 def test_batch_mode_gives_the_online_verdicts(tmp_path, judge_server):

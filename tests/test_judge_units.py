@@ -266,7 +266,7 @@ def test_limiter_backs_off_and_recovers():
     assert limiter.rpm == pytest.approx(600)
     learnt = Limiter()
     learnt.success({"x-ratelimit-limit-requests": "3000", "x-ratelimit-limit-tokens": "1e6"})
-    assert learnt.rpm == pytest.approx(2940) and learnt.max_tpm == pytest.approx(980000)
+    assert learnt.rpm == pytest.approx(3000) and learnt.max_tpm == pytest.approx(1e6)
 
 
 @pytest.mark.parametrize("text,seconds", [("1s", 1.0), ("6m0s", 360.0), ("20ms", 0.02),
@@ -280,3 +280,19 @@ def test_batch_shards_split_by_lines_bytes_and_model():
     assert [len(s) for s in shards(requests, max_lines=2)] == [2, 2, 1, 1]
     one = len(shards(requests[:1])[0][0][1])
     assert [len(s) for s in shards(requests[:5], max_bytes=one * 3)] == [3, 2]
+
+
+def test_limiter_without_a_known_limit_probes_upwards_after_a_429():
+    limiter = Limiter()
+    assert limiter.rpm is None  # not paced until a limit or a 429 is seen
+    limiter.throttle(0.0, {})
+    assert limiter.rpm is None  # nothing achieved yet to go by: Retry-After alone
+    for _ in range(10):
+        limiter.success({})
+    limiter.last_cut = 0.0  # a new episode
+    limiter.throttle(0.0, {})
+    start = limiter.rpm
+    assert start == pytest.approx(10 * 30 * 0.7)  # 10 calls in the last 2 s, cut by 30 %
+    for _ in range(10):
+        limiter.success({})
+    assert limiter.rpm > start

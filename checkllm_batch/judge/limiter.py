@@ -17,6 +17,7 @@ from collections import deque
 HEADROOM = 1.0  # pace at an announced limit (the server allows a little burst)
 DECREASE, EPISODE = 0.7, 2.0  # on 429: rate x0.7, at most once per 2 s episode
 MIN_RPM = 6.0
+PROBE = 0.002  # without a known limit, each success raises the rate by 0.2 %
 BURST = 0.25  # seconds of lag a paced stream may catch up at once
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -68,6 +69,8 @@ class Limiter:
             self._learn(headers, now)
             if self.rpm and self.max_rpm:  # additive increase towards the ceiling
                 self.rpm = min(self.max_rpm, self.rpm + self.max_rpm * 0.01)
+            elif self.rpm:  # no known ceiling: probe upwards until the next 429
+                self.rpm += max(0.5, self.rpm * PROBE)
 
     def throttle(self, retry_after: float | None, headers: dict[str, str]) -> None:
         """A 429: pause everyone for Retry-After, and cut the rate once per episode."""
@@ -79,10 +82,11 @@ class Limiter:
             if now - self.last_cut < EPISODE:
                 return
             self.last_cut = now
-            if self.rpm is None:  # not paced yet: start from what was achieved
-                recent = [t for t in self.done if t > now - 10.0]
-                self.rpm = max(MIN_RPM, len(recent) * 6.0)
-                self.max_rpm = self.max_rpm or self.rpm
+            if self.rpm is None:  # not paced yet: start from what was achieved, if anything
+                recent = [t for t in self.done if t > now - 2.0]
+                if not recent:
+                    return  # nothing to go by: Retry-After alone
+                self.rpm = len(recent) * 30.0
             self.rpm = max(MIN_RPM, self.rpm * DECREASE)
 
     def _learn(self, headers: dict[str, str], now: float) -> None:

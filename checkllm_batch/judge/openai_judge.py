@@ -38,6 +38,11 @@ class OpenAIJudge:
         self.config = config
         self.client = client(config)
 
+    def redact(self, text: str) -> str:
+        """An endpoint may echo the key in an error message: it never goes further."""
+        key = self.client.api_key
+        return text.replace(key, "***") if key and len(key) >= 8 else text
+
     def send(self, request: Request) -> Reply:
         start = time.perf_counter()
         try:
@@ -48,11 +53,14 @@ class OpenAIJudge:
                 body = request.body()
                 raw = self.client.chat.completions.with_raw_response.create(**body)
         except openai.APIStatusError as e:
-            raise classify(e) from None
+            error = classify(e)
+            raise JudgeError(self.redact(str(error)), retry=error.retry, status=error.status,
+                             retry_after=error.retry_after, rate_limited=error.rate_limited,
+                             headers=error.headers) from None
         except openai.APITimeoutError:
             raise JudgeError(f"timeout after {self.config.timeout:g}s", retry=True) from None
         except openai.APIConnectionError as e:
-            raise JudgeError(f"connection error: {e}", retry=True) from None
+            raise JudgeError(self.redact(f"connection error: {e}"), retry=True) from None
         headers = {k.lower(): v for k, v in raw.headers.items()}
         try:
             parsed = raw.parse()

@@ -17,7 +17,8 @@ COLUMNS = ("request_hash, run_id, kind, model, request, reply, embedding, prompt
 
 class Ledger:
     def __init__(self, con: duckdb.DuckDBPyConnection, run_id: str | None, mode: str = "online"):
-        self.con, self.run_id, self.mode = con, run_id, mode
+        # its own cursor: the run's writer thread stores batches on the main connection
+        self.con, self.run_id, self.mode = con.cursor(), run_id, mode
         self.lock = threading.Lock()
 
     def lookup(self, hashes: list[str]) -> dict[str, Reply]:

@@ -296,3 +296,42 @@ def test_limiter_without_a_known_limit_probes_upwards_after_a_429():
     for _ in range(10):
         limiter.success({})
     assert limiter.rpm > start
+
+
+@pytest.mark.parametrize("output,rubric", [("Paris", "names it"), ("", "x"), (None, "ünï ✓"),
+                                           ("{{ not a var }}", "a\nb")])
+def test_vectorised_prompts_match_the_per_item_renderer(output, rubric):
+    from checkllm_batch.assertions import prompts
+
+    frame = pl.DataFrame({"output": [output], "rubric": [rubric]},
+                         schema={"output": pl.String, "rubric": pl.String})
+    exprs = prompts.to_exprs(prompts.LLM_RUBRIC, {"output", "rubric"})
+    rendered = frame.select(*(e.alias(f"m{i}") for i, e in enumerate(exprs))).row(0)
+    by_item = prompts.render(prompts.LLM_RUBRIC, {"output": output, "rubric": rubric})
+    assert list(rendered) == [text for _, text in by_item]
+    assert prompts.to_exprs(prompts.LLM_RUBRIC, {"output"}) is None  # {{ rubric }}: per item
+
+
+def test_429s_get_more_patience_than_failures(tmp_path):
+    from checkllm_batch.judge.protocol import JudgeError
+
+    calls = {"n": 0}
+
+    def busy(_):
+        calls["n"] += 1
+        if calls["n"] <= 10:  # more 429s than `retries` allows for failures
+            raise JudgeError("HTTP 429", retry=True, rate_limited=True, retry_after=0.0)
+        return '{"pass": true}'
+    result, _ = run(tmp_path, "- type: llm-rubric\n  value: x\n", ["Paris"], judge=busy,
+                    retries=3, backoff_initial=0.001)
+    assert result.assertion_results["status"].to_list() == ["pass"]
+    calls["n"] = -100  # now 500s: retries (3) then an error
+
+    def failing(_):
+        calls["n"] += 1
+        raise JudgeError("HTTP 500", retry=True, status=500)
+    result, _ = run(tmp_path, "- type: llm-rubric\n  value: y\n", ["Lyon"], judge=failing,
+                    retries=3, backoff_initial=0.001)
+    assert result.assertion_results["status"].to_list() == ["error"]
+    assert "after 4 attempts" in result.assertion_results["reason"][0]
+    assert calls["n"] == -96

@@ -61,18 +61,23 @@ def _needs(item: dict[str, Any], name: str, what: str) -> str | None:
 def _simple(g: Graded, default: prompts.Messages, inputs: dict[str, pl.Expr],
             parse: Callable[[dict[str, Any], str], replies.Outcome],
             required: dict[str, str] | None = None) -> pl.DataFrame:
-    """One judge call per distinct input; `required` maps an input to what is missing."""
+    """One judge call per distinct input; `required` maps an input to what is missing.
+    Prompts are rendered as Polars expressions over the distinct inputs where they can be."""
     messages = _messages(g, default)
+    rendered = prompts.to_exprs(messages, set(inputs))
 
     def build(item: dict[str, Any]):
         for name, what in (required or {}).items():
             why = _needs(item, name, what)
             if why:
                 return why
+        if rendered is not None:
+            return g.chat([(role, item[f"__m{i}"]) for i, (role, _) in enumerate(messages)])
         return g.chat(prompts.render(messages, _values(dict(item))))
 
+    extra = {} if rendered is None else {f"__m{i}": e for i, e in enumerate(rendered)}
     return g.each({**inputs, **_with_vars(g)},
-                  lambda items: g.judge(items, build, parse))
+                  lambda items: g.judge(items, build, parse), rendered=extra)
 
 
 @graded("llm-rubric", Value.OPTIONAL, fields=("rubric",), required=("value|rubric",))

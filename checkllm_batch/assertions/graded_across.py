@@ -77,7 +77,8 @@ def decide_max_score(value: Any, groups: list[list[dict[str, Any]]]) -> list[rep
     out: list[replies.Outcome] = []
     for cases in groups:
         if len(cases) < 2:
-            out.extend([(None, None, "max-score needs at least 2 outputs of the test")] * len(cases))
+            why = "max-score needs at least 2 outputs of the test"
+            out.extend([(None, None, why)] * len(cases))
             continue
         totals = []
         for c in cases:

@@ -10,6 +10,8 @@ import json
 import re
 from typing import Any
 
+import polars as pl
+
 Messages = list[tuple[str, str]]
 _VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
 
@@ -144,6 +146,24 @@ SELECT_BEST: Messages = [
      "Output the index of the text that best fits the criteria. You must output a single "
      "integer."),
 ]
+
+
+def to_exprs(messages: Messages, columns: set[str]) -> list[pl.Expr] | None:
+    """Each message rendered as a Polars expression over input columns (concat_str), or
+    None when the template names something that is not a column (then render per item)."""
+    out = []
+    for _, text in messages:
+        parts: list[pl.Expr] = []
+        pos = 0
+        for m in _VAR.finditer(text):
+            if m.group(1) not in columns:
+                return None
+            parts += [pl.lit(text[pos:m.start()]),
+                      pl.col(m.group(1)).cast(pl.String).fill_null("")]
+            pos = m.end()
+        parts.append(pl.lit(text[pos:]))
+        out.append(pl.concat_str(parts))
+    return out
 
 
 def render(messages: Messages, values: dict[str, Any]) -> Messages:

@@ -77,7 +77,8 @@ class JudgeConfig:
             problems.append(f"judge: max_cost must be >= 0, got {self.max_cost!r}")
         if self.max_cost is not None and self.model and self.price(self.model) is None:
             problems.append(f"judge: no price known for {self.model!r}: a budget needs one "
-                            f"(judge: prices: {{{self.model}: [input, output]}}, USD per 1M tokens)")
+                            f"(judge: prices: {{{self.model}: [input, output]}}, "
+                            "USD per 1M tokens)")
         if problems:
             raise ConfigError(problems)
 

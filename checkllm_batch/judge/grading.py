@@ -62,15 +62,19 @@ class Graded:
         return embedding(self.config.embedding_model, text)
 
     def each(self, inputs: dict[str, pl.Expr],
-             grade: Callable[[list[dict[str, Any]]], list[Outcome]]) -> pl.DataFrame:
-        """Grade each distinct combination of `inputs` once; join the outcomes to the rows."""
+             grade: Callable[[list[dict[str, Any]]], list[Outcome]],
+             rendered: dict[str, pl.Expr] | None = None) -> pl.DataFrame:
+        """Grade each distinct combination of `inputs` once; join the outcomes to the rows.
+        `rendered`: columns computed over the distinct inputs (the prompts), given to grade."""
         names = list(inputs)
         frame = self.rows.select("case_id", "test_index", *(e.alias(n) for n, e in inputs.items()))
         uniq = frame.select(names).unique(maintain_order=True)
+        if rendered:
+            uniq = uniq.with_columns(**rendered)
         self.runner.stats.graded += frame.height
         items = uniq.to_dicts()
         outcomes = grade(items)
-        table = uniq.with_columns(pl.DataFrame(
+        table = uniq.select(names).with_columns(pl.DataFrame(
             {"passed": [o[0] for o in outcomes], "score": [o[1] for o in outcomes],
              "reason": [o[2] for o in outcomes],
              "cost": [self.costs.get(id(item), 0.0) for item in items]},

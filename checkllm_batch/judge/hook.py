@@ -92,7 +92,7 @@ class JudgeHook:
 
 
 def provider_model(provider: Any) -> str | None:
-    """The model of a promptfoo provider id or object: 'openai:chat:gpt-4o-mini' -> 'gpt-4o-mini'."""
+    """The model of a promptfoo provider id or object: 'openai:chat:gpt-4o' -> 'gpt-4o'."""
     if isinstance(provider, dict):
         provider = (provider.get("text") if "text" in provider else provider)
         provider = provider.get("id") if isinstance(provider, dict) else provider

@@ -78,7 +78,8 @@ class Limiter:
             now = time.monotonic()
             self.throttled += 1
             self._learn(headers, now)
-            self.paused_until = max(self.paused_until, now + (retry_after or 1.0))
+            self.paused_until = max(self.paused_until,
+                                    now + (1.0 if retry_after is None else retry_after))
             if now - self.last_cut < EPISODE:
                 return
             self.last_cut = now

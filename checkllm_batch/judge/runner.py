@@ -7,7 +7,7 @@ import random
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import Retrying, retry_if_exception, wait_exponential_jitter
 from tqdm import tqdm
 
 from .budget import EXHAUSTED, Budget
@@ -17,6 +17,7 @@ from .limiter import Limiter
 from .protocol import Judge, JudgeError, Reply, Request
 
 DRY = "dry run: not sent"
+RATE_LIMITED_PATIENCE = 4
 
 
 @dataclass
@@ -120,7 +121,7 @@ class Runner:
         """One request through the limiter, retried with exponential back-off and jitter."""
         tokens = sum(self.estimate(request)[:2])
         retrying = Retrying(
-            stop=stop_after_attempt(self.config.retries + 1), wait=self._wait,
+            stop=self._stop, wait=self._wait,
             retry=retry_if_exception(lambda e: isinstance(e, JudgeError) and e.retry),
             reraise=True)
         attempts = 0
@@ -151,6 +152,15 @@ class Runner:
             raise
         self.limiter.success(reply.headers)
         return reply
+
+    def _stop(self, state) -> bool:
+        """`retries` more attempts; four times as many while the endpoint only says 429
+        (pacing, not failure: a busy endpoint must not cost results)."""
+        error = state.outcome.exception() if state.outcome else None
+        limit = self.config.retries + 1
+        if isinstance(error, JudgeError) and error.rate_limited:
+            limit *= RATE_LIMITED_PATIENCE
+        return state.attempt_number >= limit
 
     def _wait(self, state) -> float:
         error = state.outcome.exception() if state.outcome else None

@@ -118,24 +118,18 @@ def factuality(g: Graded) -> pl.DataFrame:
 
 
 @graded("llm_judge", Value.NONE, fields=("criteria", "rubric", "min_score", "system_prompt",
-                                         "model", "extra", "params"))
+                                         "model", "extra"), required=("criteria",))
 def llm_judge(g: Graded) -> pl.DataFrame:
     """PromptKit: the judge scores the output against `criteria` (0-1), `min_score` decides."""
-    params = g.spec.args.get("params") or {}
-    min_score = g.spec.args.get("min_score", params.get("min_score"))
-    if min_score is None:
-        min_score = g.spec.threshold
-    system = g.spec.args.get("system_prompt") or params.get("system_prompt") \
-        or prompts.LLM_JUDGE_SYSTEM
-    pick = lambda name: g.arg(name) if name in g.spec.args else pl.lit(params.get(name))  # noqa
-    return _simple(g, prompts.render(prompts.LLM_JUDGE, {"system_prompt": system,
-                                                          "criteria": "{{ criteria }}",
-                                                          "rubric": "{{ rubric }}",
-                                                          "output": "{{ output }}"}),
-                   {"output": pl.col("output"), "criteria": pick("criteria").cast(pl.String),
-                    "rubric": pick("rubric").cast(pl.String)},
-                   lambda _, text: replies.judged(text, min_score),
-                   {"criteria": "`criteria`"})
+    min_score = g.spec.args.get("min_score", g.spec.threshold)
+    system = g.spec.args.get("system_prompt") or prompts.LLM_JUDGE_SYSTEM
+    template = prompts.render(prompts.LLM_JUDGE, {
+        "system_prompt": system, "criteria": "{{ criteria }}", "rubric": "{{ rubric }}",
+        "output": "{{ output }}"})
+    return _simple(g, template,
+                   {"output": pl.col("output"), "criteria": g.arg("criteria"),
+                    "rubric": g.arg("rubric")},
+                   lambda _, text: replies.judged(text, min_score))
 
 
 from . import graded_rag  # noqa: E402,F401  (context-*, answer-relevance, g-eval, similar)

@@ -153,7 +153,7 @@ def test_judge_costs_is_empty_without_a_judge_calls_table(two_runs):
 
 def test_judge_costs_reads_judge_calls_added_by_a_later_migration(tmp_path, monkeypatch):
     db = tmp_path / "r.duckdb"
-    judge = [m for m in schema.MIGRATIONS if m[0] == "0003_judge_calls"]
+    judge = [m for m in schema.MIGRATIONS if m[0] == "0004_judge_calls"]
     assert judge, "the judge's migration adds judge_calls"
     before = [m for m in schema.MIGRATIONS if m not in judge]
     monkeypatch.setattr(schema, "MIGRATIONS", before)

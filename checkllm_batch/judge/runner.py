@@ -94,9 +94,9 @@ class Runner:
                     break
                 estimate = self.estimate(request)[2]
                 if not self.budget.reserve(estimate):
-                    self._finish(request, Reply(error=EXHAUSTED), out, record=False)
+                    self._finish(request, Reply(error=EXHAUSTED), out, sent=False)
                     continue
-                pending[self.pool.submit(self._call, request)] = (request, estimate)
+                pending[self.pool.submit(self._call_and_record, request)] = (request, estimate)
             if not pending:
                 return out
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -106,11 +106,16 @@ class Runner:
                 self.budget.settle(estimate, reply.cost)
                 self._finish(request, reply, out)
 
+    def _call_and_record(self, request: Request) -> Reply:
+        """In the worker: a crash loses only the calls still on the wire."""
+        reply = self._call(request)
+        self.ledger.record(request, reply)
+        return reply
+
     def _finish(self, request: Request, reply: Reply, out: dict[str, Reply],
-                record: bool = True) -> None:
+                sent: bool = True) -> None:
         out[request.hash] = reply
-        if record:
-            self.ledger.record(request, reply)
+        if sent:
             self.stats.sent += 1
         self.stats.failed += not reply.ok
         self.bar.update(1)

@@ -16,9 +16,9 @@ from tqdm import tqdm
 
 from .errors import InputError
 from .evaluate.engine import evaluate_batch
+from .evaluate.plan import build_plan
 from .judge.config import JudgeConfig
 from .judge.protocol import Judge
-from .evaluate.plan import build_plan
 from .load.cases import CaseBuilder
 from .load.outputs import read_ahead, read_batches
 from .spec.model import Suite

@@ -241,16 +241,3 @@ class JudgeServer:
                                        "failed": len(errors)}
             return self._public(batch_id)
 
-
-try:  # the pytest fixture, for test modules that import it
-    import pytest
-
-    @pytest.fixture
-    def judge_server(request):
-        """A local judge on a free port; options via indirect parametrize or `server_options`."""
-        options = getattr(request, "param", None) or {}
-        server = JudgeServer(**options).start()
-        yield server
-        server.stop()
-except ImportError:  # benchmarks run without pytest
-    pass

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from judge_server import JudgeServer, judge_server  # noqa: F401
+from judge_server import JudgeServer
 
 from checkllm_batch import api
 from checkllm_batch.judge import JudgeConfig
@@ -29,6 +29,14 @@ tests:
       - type: llm-rubric
         value: the answer is good
 """
+
+
+@pytest.fixture
+def judge_server(request):
+    """A local OpenAI-compatible judge on a free port; options by indirect parametrize."""
+    server = JudgeServer(**(getattr(request, "param", None) or {})).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -130,7 +130,3 @@ def llm_judge(g: Graded) -> pl.DataFrame:
                    {"output": pl.col("output"), "criteria": g.arg("criteria"),
                     "rubric": g.arg("rubric")},
                    lambda _, text: replies.judged(text, min_score))
-
-
-from . import graded_rag  # noqa: E402,F401  (context-*, answer-relevance, g-eval, similar)
-from . import graded_across  # noqa: E402,F401  (select-best, max-score)

@@ -17,6 +17,8 @@ from tqdm import tqdm
 from .errors import InputError
 from .evaluate.engine import evaluate_batch
 from .evaluate.plan import build_plan
+from .judge.config import JudgeConfig
+from .judge.protocol import Judge
 from .load.cases import CaseBuilder
 from .load.outputs import read_ahead, read_batches
 from .spec.model import Suite
@@ -75,11 +77,20 @@ class Run:
 
 def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Path = ":memory:",
              batch_rows: int = BATCH_ROWS, progress: bool = False,
-             config: dict[str, Any] | None = None) -> Run:
+             config: dict[str, Any] | None = None, judge_config: JudgeConfig | None = None,
+             judge: Judge | None = None, resume: str | None = None) -> Run:
     """Score `outputs` (a file, a DuckDB table, a frame, or the suite's inline outputs)
-    against `suite`, writing results batch by batch into the DuckDB database `db`."""
+    against `suite`, writing results batch by batch into the DuckDB database `db`.
+
+    Model-graded assertions go to the judge of `judge_config` (default: the suite's
+    `judge:` block), through `judge` if given (else the OpenAI-compatible client).
+    `resume` re-runs the run of that id in place: no judge call already answered is sent."""
+    from .judge.across import finish_across
+    from .judge.session import close_hook, open_hook
+
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
+    judge_config = judge_config or JudgeConfig.from_sources(suite.judge)
     plan = build_plan(suite)
     source, batches, total = _batches(suite, outputs, batch_rows)
     first = next(batches, None)
@@ -87,7 +98,10 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
         raise InputError(f"{source}: no rows")
     builder = CaseBuilder(plan, first.schema, source)
     con = store.connect(db)
-    run_id = store.start_run(con, suite, source, config or {})
+    config = {**(config or {}), "judge": judge_config.record()}
+    run_id = store.resume_run(con, resume) if resume else \
+        store.start_run(con, suite, source, config)
+    hook = open_hook(plan, con, run_id, judge_config, judge=judge, progress=progress)
     bar = tqdm(total=total, unit="cases", disable=None if progress else True, leave=False)
     done = 0
     # One writer thread: DuckDB stores batch k while Polars evaluates batch k + 1.
@@ -98,7 +112,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
             if batch.schema != first.schema:
                 builder, first = CaseBuilder(plan, batch.schema, source), batch
             cases = builder.build(batch, done)
-            results, tests = evaluate_batch(plan, cases)
+            results, tests = evaluate_batch(plan, cases, judge=hook)
             if pending is not None:
                 pending.result()
             pending = writer.submit(store.append, con, run_id, cases, results, tests)
@@ -107,6 +121,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
         writer.shutdown(wait=True)
         if pending is not None:
             pending.result()
+        finish_across(con, run_id, plan, hook)
         store.finish_run(con, run_id, suite)
     except BaseException as e:
         writer.shutdown(wait=True, cancel_futures=True)
@@ -114,7 +129,34 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
         raise
     finally:
         bar.close()
+        close_hook(hook)
     return Run(con, run_id)
+
+
+def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Path = ":memory:",
+            batch_rows: int = BATCH_ROWS, judge_config: JudgeConfig | None = None):
+    """Plan the judge calls of an evaluation without sending any: returns the runner's Stats
+    (requests, unique, already answered in `db`, to send, estimated tokens and cost)."""
+    from .judge.session import close_hook, open_hook
+
+    if not isinstance(suite, Suite):
+        suite = load_suite(suite)
+    judge_config = judge_config or JudgeConfig.from_sources(suite.judge)
+    plan = build_plan(suite)
+    source, batches, _ = _batches(suite, outputs, batch_rows)
+    con = store.connect(db) if str(db) == ":memory:" or Path(db).exists() else store.connect(":memory:")
+    hook = open_hook(plan, con, None, judge_config, dry_run=True)
+    builder, schema, done = None, None, 0
+    try:
+        for batch in batches:
+            if batch.schema != schema:
+                builder, schema = CaseBuilder(plan, batch.schema, source), batch.schema
+            assert builder is not None
+            evaluate_batch(plan, builder.build(batch, done), judge=hook)
+            done += batch.num_rows
+    finally:
+        close_hook(hook)
+    return hook.runner.stats if hook.runner else None
 
 
 def _batches(suite: Suite, outputs: Outputs, rows: int

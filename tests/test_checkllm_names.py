@@ -38,5 +38,5 @@ def test_seed_example(tmp_path):
     frame = cb.evaluate(suite, rows).assertion_results
     assert frame["status"].to_list() == [
         "pass", "pass", "pass", "pass", "error", "error", "error", "error",  # no judge: errors
-        "fail", "pass", "fail"]
+        "fail", "error", "fail"]  # CheckLLM `cost: value` is the judge's cost: no judge, error
     assert abs(frame["score"][8] - 0.7222222) < 1e-6  # normalised Levenshtein: 1 - 15/54

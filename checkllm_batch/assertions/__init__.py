@@ -4,6 +4,8 @@ from . import (  # noqa: F401  (registration)  # noqa: F401  # noqa: F401  (regi
     distance,
     expression,
     graded,
+    graded_across,
+    graded_rag,
     jsonchecks,
     metadata,
     meteor,

@@ -34,7 +34,10 @@ def latency(ctx: Ctx) -> Verdict:
     return _at_most("latency_ms", " ms", ctx)
 
 
-@assertion("cost", value=Value.OPTIONAL, needs_text=False, prepare=_limit)
+@assertion("cost", value=Value.OPTIONAL, needs_text=False, prepare=_limit, fields=("source",))
 def cost(ctx: Ctx) -> Verdict:
-    """The case's recorded `cost` is at most the threshold (or value), in USD."""
+    """The case's recorded `cost` is at most the threshold (or value), in USD.
+
+    CheckLLM's form (`value:`, or `source: judge`) checks the judge's cost for the case
+    instead: the engine hands it to the judge (judge/cost.py)."""
     return _at_most("cost", "", ctx)

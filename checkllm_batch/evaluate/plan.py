@@ -77,7 +77,9 @@ def build_plan(suite: Suite) -> Plan:
 
 
 def _texts(spec: AssertionSpec) -> list[str]:
-    return [v for v in [spec.value, *spec.args.values()] if isinstance(v, str)]
+    """Texts whose `{{var}}`s come from the case (a rubricPrompt's are the judge's own)."""
+    args = [v for k, v in spec.args.items() if k != "rubricPrompt"]
+    return [v for v in [spec.value, *args] if isinstance(v, str)]
 
 
 def check_vars(plan: Plan, row_vars: set[str]) -> None:

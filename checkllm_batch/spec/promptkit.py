@@ -54,6 +54,8 @@ CHECKS: dict[str, tuple[str, dict[str, str], dict[str, Any]]] = {
     "tool_call_sequence": ("tool-call-sequence", {"sequence": "value"}, {}),
     "no_tool_errors": ("no-tool-errors", {"tools": "tools"}, {}),
     "latency_budget": ("latency", {"max_ms": "threshold"}, {}),
+    "llm_judge": ("llm_judge", {k: k for k in ("criteria", "rubric", "model", "system_prompt",
+                                               "min_score", "extra")}, {}),
 }
 _SHARED_NAMES = {"contains", "regex"}  # also promptfoo types: PromptKit only with `params`
 DROPPED = {"message", "id", "trigger", "severity"}  # PromptKit bookkeeping, no effect here

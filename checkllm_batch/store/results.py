@@ -70,6 +70,18 @@ def start_run(con: duckdb.DuckDBPyConnection, suite: Suite, outputs: str | None,
     return run_id
 
 
+def resume_run(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
+    """Take up an interrupted run again: its partial results go, its id and judge calls stay."""
+    row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    if not row:
+        raise InputError(f"no run {run_id!r} in the database to resume")
+    for table in ("cases", "assertion_results", "test_results", "named_metrics", "derived_metrics"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+    con.execute("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL "
+                "WHERE run_id = ?", [run_id])
+    return run_id
+
+
 def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
            results: pl.DataFrame, tests: pl.DataFrame) -> None:
     for table, frame, columns in (("cases", cases, CASE_COLUMNS),

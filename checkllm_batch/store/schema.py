@@ -1,14 +1,12 @@
 """The results database: a versioned public schema, changed only through named migrations.
 
-<<<<<<< HEAD
-Public tables (columns may be added, never renamed): runs, cases, assertion_results,
-test_results, named_metrics, derived_metrics. `assertions` keeps each assertion's spec.
-A migration is SQL text or a function of the connection. Analysis views (store/views.py) are
-re-created after any migration is applied, so they always match the tables present.
-=======
 Public tables (columns may be added, never renamed): runs, cases, assertion_results
-(assert-set members carry `parent_index`), test_results, named_metrics, derived_metrics. `assertions` keeps each assertion's spec.
->>>>>>> 59af110 (Custom logic and other vocabularies: python (inline, file, batch), expression (DuckDB/Polars SQL), webhook, assert-set (parent_index via migration 0002), PromptKit checks and tool_calls)
+(assert-set members carry `parent_index`), test_results, named_metrics, derived_metrics.
+`assertions` keeps each assertion's spec. `judge_calls` is the judge's ledger and cache (one
+row per call, by request hash); `judge_batches` / `judge_batch_requests` remember Batch API
+jobs so a crashed run resumes them. A migration is SQL text or a function of the connection.
+Analysis views (store/views.py) are re-created after any migration is applied, so they
+always match the tables present.
 """
 
 from __future__ import annotations
@@ -50,6 +48,19 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
     # assertion_index = the member's position in the set. Top-level rows: parent_index NULL.
     ("0003_assertion_parent_index", """
     ALTER TABLE assertion_results ADD COLUMN parent_index INTEGER;
+    """),
+    ("0004_judge_calls", """
+    CREATE TABLE judge_calls (
+        request_hash VARCHAR, run_id VARCHAR, kind VARCHAR, model VARCHAR, request JSON,
+        reply VARCHAR, embedding DOUBLE[], prompt_tokens BIGINT, completion_tokens BIGINT,
+        cost DOUBLE, latency_ms DOUBLE, attempts INTEGER, status VARCHAR, error VARCHAR,
+        mode VARCHAR, batch_id VARCHAR, created_at TIMESTAMP DEFAULT current_timestamp);
+    CREATE INDEX judge_calls_hash ON judge_calls (request_hash);
+    CREATE TABLE judge_batches (
+        batch_id VARCHAR PRIMARY KEY, run_id VARCHAR, model VARCHAR, input_file_id VARCHAR,
+        requests BIGINT, status VARCHAR, output_file_id VARCHAR, error_file_id VARCHAR,
+        created_at TIMESTAMP DEFAULT current_timestamp, finished_at TIMESTAMP);
+    CREATE TABLE judge_batch_requests (batch_id VARCHAR, request_hash VARCHAR, request JSON);
     """),
 ]
 

@@ -153,11 +153,14 @@ def test_judge_costs_is_empty_without_a_judge_calls_table(two_runs):
 
 def test_judge_costs_reads_judge_calls_added_by_a_later_migration(tmp_path, monkeypatch):
     db = tmp_path / "r.duckdb"
+    judge = [m for m in schema.MIGRATIONS if m[0] == "0004_judge_calls"]
+    assert judge, "the judge's migration adds judge_calls"
+    before = [m for m in schema.MIGRATIONS if m not in judge]
+    monkeypatch.setattr(schema, "MIGRATIONS", before)
     connect(db).close()  # a database made before the judge existed
-    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, ("9999_judge_calls", """
-        CREATE TABLE judge_calls (run_id VARCHAR, model VARCHAR, status VARCHAR,
-            cost DOUBLE, prompt_tokens BIGINT, completion_tokens BIGINT);
-        INSERT INTO judge_calls VALUES ('r1', 'm1', 'ok', 0.5, 10, 5),
+    monkeypatch.setattr(schema, "MIGRATIONS", [*before, *judge, ("9999_judge_rows", """
+        INSERT INTO judge_calls (run_id, model, status, cost, prompt_tokens, completion_tokens)
+        VALUES ('r1', 'm1', 'ok', 0.5, 10, 5),
             ('r1', 'm1', 'error', NULL, NULL, NULL), ('r1', 'm2', 'ok', 0.25, 1, 1),
             ('r2', 'm1', 'ok', 1, 1, 1)""")])
     con = connect(db)

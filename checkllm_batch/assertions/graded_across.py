@@ -1,0 +1,104 @@
+"""Types decided across the outputs of one test (several providers or prompts): they wait
+for every batch, then run over the stored cases (judge/across.py calls `decide`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from . import prompts, replies
+from .graded import PENDING, _messages, graded
+from .registry import Value
+
+if TYPE_CHECKING:
+    from ..judge.grading import Graded
+
+
+def _pending(g: Graded) -> pl.DataFrame:
+    return g.rows.select("case_id", "test_index", passed=pl.lit(None, pl.Boolean),
+                         score=pl.lit(None, pl.Float64), reason=pl.lit(PENDING))
+
+
+@graded("select-best", negatable=False)
+def select_best(g: Graded) -> pl.DataFrame:
+    """The judge picks the best output of the test for the criteria: it passes, others fail."""
+    return _pending(g)
+
+
+@graded("max-score", Value.OPTIONAL, negatable=False)
+def max_score(g: Graded) -> pl.DataFrame:
+    """The output with the highest (weighted) score of the test's other assertions passes."""
+    return _pending(g)
+
+
+def decide_select_best(g: Graded, groups: list[list[dict[str, Any]]]) -> list[replies.Outcome]:
+    """One judge call per group of outputs (the cases of one test row); an outcome per case."""
+    messages = _messages(g, prompts.SELECT_BEST)
+    criteria = str(g.spec.value)
+
+    def build(group: dict[str, Any]):
+        cases = group["cases"]
+        if len(cases) < 2:
+            return "select-best needs at least 2 outputs of the test"
+        listed = "\n".join(f'<Text index="{i}">\n{c["output"] or ""}\n</Text>'
+                           for i, c in enumerate(cases))
+        return g.chat(prompts.render(messages, {"criteria": criteria, "outputs": listed}))
+
+    wrapped = [{"cases": cases} for cases in groups]
+    out: list[replies.Outcome] = []
+    from ..judge.grading import settle
+
+    for group, reply in zip(wrapped, g.ask(wrapped, build)):
+        n = len(group["cases"])
+
+        def parse(text: str, n=n) -> replies.Outcome:
+            index = replies.first_digit(text)
+            if index >= n:
+                raise replies.Unparsable(f"select-best index {index} out of range (0-{n - 1})")
+            return True, float(index), None
+        winner = settle(reply, parse)
+        for i in range(n):
+            if winner[0] is None:
+                out.append(winner)
+            elif i == int(winner[1] or 0):
+                out.append((True, 1.0, "Output selected as the best"))
+            else:
+                out.append((False, 0.0, f"Output not selected (output {int(winner[1] or 0)} "
+                                        "was)"))
+    return out
+
+
+def decide_max_score(value: Any, groups: list[list[dict[str, Any]]]) -> list[replies.Outcome]:
+    """Per group: each case's aggregate of its other scores; the highest one wins."""
+    options = value if isinstance(value, dict) else {}
+    method, weights = options.get("method", "average"), options.get("weights") or {}
+    threshold = options.get("threshold")
+    out: list[replies.Outcome] = []
+    for cases in groups:
+        if len(cases) < 2:
+            why = "max-score needs at least 2 outputs of the test"
+            out.extend([(None, None, why)] * len(cases))
+            continue
+        totals = []
+        for c in cases:
+            scored = [(weights.get(t, 1.0), s) for t, s in c["scores"] if s is not None]
+            if not scored:
+                totals.append(None)
+                continue
+            total = sum(w * s for w, s in scored)
+            weight = sum(w for w, _ in scored)
+            totals.append(total if method == "sum" else (total / weight if weight else 0.0))
+        if any(t is None for t in totals):
+            out.extend([(None, None, "max-score: an output has no other scored assertion")]
+                       * len(cases))
+            continue
+        best = max(range(len(totals)), key=lambda i: (totals[i], -i))
+        won = threshold is None or totals[best] >= threshold
+        for i, t in enumerate(totals):
+            if won and i == best:
+                out.append((True, 1.0, f"Highest score {t:.4f}"))
+            else:
+                out.append((False, 0.0, f"Score {t:.4f}, not the highest" if won
+                            else f"Max score {totals[best]:.4f} below threshold {threshold}"))
+    return out

@@ -1,0 +1,197 @@
+"""Strict parsing of judge replies. A reply we cannot read raises Unparsable: the assertion
+is an error with that reason, never a pass and never a silent 0 (SPEC §4)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+Outcome = tuple[bool | None, float | None, str | None]  # (passed, score, reason); None: error
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+_TRUE, _FALSE = {"true", "yes", "pass", "y"}, {"false", "no", "fail", "n"}
+
+
+class Unparsable(ValueError):
+    pass
+
+
+def first_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in the reply: whole text, a code fence, or embedded."""
+    for candidate in [text, *_FENCE.findall(text)]:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise Unparsable(f"no JSON object in judge reply: {snippet(text)}")
+
+
+def snippet(text: str | None, size: int = 80) -> str:
+    text = (text or "").strip().replace("\n", " ")
+    return repr(text if len(text) <= size else text[:size] + "...")
+
+
+def unit_score(value: Any, name: str = "score") -> float:
+    """A judge score that must be a number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise Unparsable(f"judge {name} is not a number: {value!r}") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise Unparsable(f"judge {name} {value!r} is outside [0, 1]")
+    return float(value)
+
+
+def boolean(value: Any, name: str = "pass") -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise Unparsable(f"judge {name} is not a boolean: {value!r}")
+
+
+def rubric(text: str, threshold: float | None) -> Outcome:
+    """llm-rubric: {pass, score, reason}. Needs pass or score; score must be in [0, 1]."""
+    obj = first_json_object(text)
+    if "pass" not in obj and "score" not in obj:
+        raise Unparsable(f"judge reply has neither pass nor score: {snippet(text)}")
+    score = unit_score(obj["score"]) if obj.get("score") is not None else None
+    passed = boolean(obj["pass"]) if "pass" in obj else score >= (threshold or 0.5)  # type: ignore
+    score = score if score is not None else float(passed)
+    if threshold is not None and score < threshold:
+        return False, score, f"Score {score:g} below threshold {threshold:g}: {obj.get('reason')}"
+    return passed, score, _reason(obj.get("reason"))
+
+
+def scored(text: str, threshold: float, reason_key: str = "reason") -> Outcome:
+    """model / llm_judge: {score, reason}; pass is score >= threshold."""
+    obj = first_json_object(text)
+    if "score" not in obj:
+        raise Unparsable(f"judge reply has no score: {snippet(text)}")
+    score = unit_score(obj["score"])
+    return score >= threshold, score, _reason(obj.get(reason_key))
+
+
+def judged(text: str, min_score: float | None) -> Outcome:
+    """PromptKit llm_judge: {passed, score, reasoning}; min_score, when given, decides."""
+    obj = first_json_object(text)
+    if "score" not in obj:
+        raise Unparsable(f"judge reply has no score: {snippet(text)}")
+    score = unit_score(obj["score"])
+    if min_score is not None:
+        return score >= min_score, score, _reason(obj.get("reasoning"))
+    if "passed" not in obj:
+        raise Unparsable(f"judge reply has no passed (and no min_score is set): {snippet(text)}")
+    return boolean(obj["passed"], "passed"), score, _reason(obj.get("reasoning"))
+
+
+def closedqa(text: str) -> Outcome:
+    end = text.rstrip()
+    if end.endswith("Y"):
+        return True, 1.0, "The submission meets the criterion"
+    if end.endswith("N"):
+        return False, 0.0, f"The submission does not meet the criterion: {snippet(text, 200)}"
+    raise Unparsable(f"closedqa reply does not end with Y or N: {snippet(text[-80:])}")
+
+
+FACTUALITY_KEYS = {"A": "subset", "B": "superset", "C": "agree", "D": "disagree",
+                   "E": "differButFactual"}
+
+
+def factuality(text: str, scores: dict[str, float]) -> Outcome:
+    reason = None
+    try:
+        obj = first_json_object(text)
+        category = str(obj.get("category", "")).strip().upper()
+        reason = obj.get("reason")
+    except Unparsable:
+        m = re.search(r"\(([A-Ea-e])\)|\b([A-Ea-e])\)", text)
+        category = (m.group(1) or m.group(2)).upper() if m else ""
+    if category not in FACTUALITY_KEYS:
+        raise Unparsable(f"factuality reply has no category A-E: {snippet(text)}")
+    default = 0.0 if category == "D" else 1.0
+    score = float(scores.get(FACTUALITY_KEYS[category], default))
+    return score > 0, score, f"category {category}: {reason or FACTUALITY_KEYS[category]}"
+
+
+def geval_steps(text: str) -> list[str]:
+    for line in text.splitlines():
+        start = line.find('{"steps"')
+        end = line.rfind("}")
+        if start >= 0 and end > start:
+            try:
+                steps = json.loads(line[start:end + 1])["steps"]
+            except (ValueError, KeyError, TypeError):
+                break
+            if isinstance(steps, list) and steps:
+                return [str(s) for s in steps]
+            break
+    raise Unparsable(f'g-eval steps reply has no one-line {{"steps": [...]}}: {snippet(text)}')
+
+
+def geval_score(text: str, max_score: int = 10) -> tuple[float, str | None]:
+    for line in text.splitlines():
+        m = re.search(r"\{.*\}", line)
+        if m:
+            try:
+                obj = json.loads(m.group(0))
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and "score" in obj:
+                raw = obj["score"]
+                if isinstance(raw, bool) or not isinstance(raw, (int, float)) \
+                        or not 0 <= raw <= max_score:
+                    raise Unparsable(f"g-eval score {raw!r} is not a number in [0, {max_score}]")
+                return raw / max_score, _reason(obj.get("reason"))
+    raise Unparsable(f'g-eval reply has no one-line {{"score": ...}}: {snippet(text)}')
+
+
+def attributed(text: str) -> float:
+    lines = [ln.lower() for ln in text.splitlines() if ln.strip()]
+    classified = [ln for ln in lines if "[attributed]" in ln or "[not attributed]" in ln]
+    if not classified:
+        raise Unparsable(f"context-recall reply classifies no sentence: {snippet(text)}")
+    return sum("[attributed]" in ln for ln in classified) / len(classified)
+
+
+def extracted_lines(text: str) -> int:
+    if "Insufficient Information" in text:
+        return 0
+    return sum(1 for ln in text.splitlines() if ln.strip())
+
+
+def nli_supported(text: str, statements: int) -> float:
+    low = text.lower()
+    marker = "final verdict for each statement in order:"
+    if marker in low:
+        verdicts = [p for p in low.split(marker, 1)[1].split(".") if p.strip()]
+        unsupported = sum("yes" not in v for v in verdicts)
+    else:
+        no, yes = low.count("verdict: no"), low.count("verdict: yes")
+        if not no and not yes:
+            raise Unparsable(f"faithfulness reply has no verdicts: {snippet(text)}")
+        unsupported = no
+    return min(1.0, max(0.0, 1.0 - unsupported / statements))
+
+
+def first_digit(text: str) -> int:
+    m = re.search(r"\d", text.strip())
+    if not m:
+        raise Unparsable(f"select-best reply has no index: {snippet(text)}")
+    return int(m.group(0))
+
+
+def _reason(value: Any) -> str | None:
+    return None if value is None else str(value)

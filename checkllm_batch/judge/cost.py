@@ -1,0 +1,48 @@
+"""CheckLLM `cost`: the judge's cost for a case (the calls its graded assertions needed).
+
+`cost` with `value:` (CheckLLM's form) or `source: judge` reads the judge cost; with
+`threshold:` (promptfoo's form) or `source: provider` it reads the outputs' `cost` column
+(assertions/provider.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ..assertions.graded import NO_JUDGE
+from ..assertions.registry import Kind
+from ..spec.model import AssertionSpec
+
+if TYPE_CHECKING:
+    from ..evaluate.plan import Planned
+    from .hook import JudgeHook
+
+ACROSS = {"cost", "select-best", "max-score"}
+
+
+def reads_judge_cost(spec: AssertionSpec) -> bool:
+    if spec.type != "cost":
+        return False
+    source = spec.args.get("source")
+    return source == "judge" or (source is None and spec.threshold is None)
+
+
+def judge_cost(hook: JudgeHook, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
+    from .hook import _long
+
+    if hook.runner is None:
+        return _long(p, rows.select("case_id", "test_index", passed=pl.lit(None, pl.Boolean),
+                                    score=pl.lit(None, pl.Float64), reason=pl.lit(NO_JUDGE)))
+    for q in hook.plan.assertions:  # grade the others first (memoised: graded once a batch)
+        if q.atype.kind is Kind.JUDGE and q.spec.type not in ACROSS:
+            hook(q, rows if q.tests is None else rows.filter(pl.col("test_index").is_in(q.tests)))
+    limit = float(p.spec.value if p.spec.value is not None else p.spec.threshold)
+    costs = (pl.concat(hook.case_cost).group_by("case_id").agg(pl.col("cost").sum())
+             if hook.case_cost else pl.DataFrame(schema={"case_id": pl.Int64, "cost": pl.Float64}))
+    joined = rows.select("case_id", "test_index").join(costs, on="case_id", how="left")
+    cost = pl.col("cost").fill_null(0.0)
+    return _long(p, joined.select(
+        "case_id", "test_index", passed=cost <= limit, score=(cost <= limit).cast(pl.Float64),
+        reason=pl.format("judge cost {} USD (limit {})", cost.round(6), pl.lit(limit))))

@@ -1,0 +1,125 @@
+"""What a model-graded type function gets: its rows, its judge, and helpers that turn the
+distinct inputs of a batch into requests, send them all at once, and parse the replies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import polars as pl
+
+from ..assertions.replies import Outcome, Unparsable
+from ..spec import template
+from ..spec.model import AssertionSpec
+from .config import JudgeConfig
+from .protocol import Reply, Request, chat, embedding
+from .runner import Runner
+
+OUTCOME_SCHEMA = {"passed": pl.Boolean, "score": pl.Float64, "reason": pl.String}
+Build = Callable[[dict[str, Any]], "Request | str"]  # a request, or why there is none
+
+
+@dataclass
+class Graded:
+    spec: AssertionSpec
+    rows: pl.DataFrame  # case_id, test_index, output, prompt, vars, var.<name>...
+    threshold: float | None
+    runner: Runner
+    config: JudgeConfig
+    model: str
+    rubric_prompt: Any = None  # the user's override, if any
+    options: dict[str, Any] = field(default_factory=dict)  # the tests' merged `options`
+    costs: dict[int, float] = field(default_factory=dict)  # id(item) -> cost of its calls
+
+    @property
+    def value(self) -> pl.Expr:
+        return template.to_expr(self.spec.value).cast(pl.String) \
+            if not isinstance(self.spec.value, (list, dict)) else pl.lit(None, pl.String)
+
+    def arg(self, name: str) -> pl.Expr:
+        """An assertion field (a literal or a `{{var}}` template) as a column."""
+        value = self.spec.args.get(name)
+        if value is None:
+            return pl.lit(None, pl.String)
+        if isinstance(value, (list, dict)):
+            import json
+
+            return pl.lit(json.dumps(value, ensure_ascii=False))
+        return template.to_expr(value).cast(pl.String)
+
+    def var(self, name: str) -> pl.Expr:
+        """A test var (or outputs column) as text; a list var stays its JSON text."""
+        column = template.var_column(name)
+        if column in self.rows.columns:
+            return pl.col(column)
+        return pl.col("vars").str.json_path_match(f"$.{name}")
+
+    def chat(self, messages: list[tuple[str, str]]) -> Request:
+        return chat(self.model, messages, temperature=self.config.temperature,
+                    max_tokens=self.config.max_tokens)
+
+    def embed(self, text: str) -> Request:
+        return embedding(self.config.embedding_model, text)
+
+    def each(self, inputs: dict[str, pl.Expr],
+             grade: Callable[[list[dict[str, Any]]], list[Outcome]],
+             rendered: dict[str, pl.Expr] | None = None) -> pl.DataFrame:
+        """Grade each distinct combination of `inputs` once; join the outcomes to the rows.
+        `rendered`: columns computed over the distinct inputs (the prompts), given to grade."""
+        names = list(inputs)
+        frame = self.rows.select("case_id", "test_index", *(e.alias(n) for n, e in inputs.items()))
+        uniq = frame.select(names).unique(maintain_order=True)
+        if rendered:
+            uniq = uniq.with_columns(**rendered)
+        self.runner.stats.graded += frame.height
+        items = uniq.to_dicts()
+        outcomes = grade(items)
+        table = uniq.select(names).with_columns(pl.DataFrame(
+            {"passed": [o[0] for o in outcomes], "score": [o[1] for o in outcomes],
+             "reason": [o[2] for o in outcomes],
+             "cost": [self.costs.get(id(item), 0.0) for item in items]},
+            schema={**OUTCOME_SCHEMA, "cost": pl.Float64}))
+        joined = frame.join(table, on=names, how="left", nulls_equal=True, maintain_order="left")
+        return joined.select("case_id", "test_index", "passed", "score", "reason", "cost")
+
+    def attribute(self, item: dict[str, Any], *replies: Reply | str | None) -> None:
+        """Count these replies' cost towards the cases of `item` (CheckLLM `cost`)."""
+        origin = item.get("item", item) if isinstance(item.get("item"), dict) else item
+        for reply in replies:
+            if isinstance(reply, Reply) and reply.cost:
+                self.costs[id(origin)] = self.costs.get(id(origin), 0.0) + reply.cost
+
+    def ask(self, items: list[dict[str, Any]], build: Build) -> list[Reply | str]:
+        """Send every item's request in one go; a Reply per item, or why there is none."""
+        built = [build(item) for item in items]
+        replies = self.runner.run([b for b in built if isinstance(b, Request)])
+        out = [replies[b.hash] if isinstance(b, Request) else b for b in built]
+        for item, reply in zip(items, out):
+            self.attribute(item, reply)
+        return out
+
+    def judge(self, items: list[dict[str, Any]], build: Build,
+              parse: Callable[[dict[str, Any], str], Outcome]) -> list[Outcome]:
+        """One request per item, its reply parsed strictly: any failure is an error outcome."""
+        return [settle(reply, lambda text, item=item: parse(item, text))
+                for item, reply in zip(items, self.ask(items, build))]
+
+
+def failure(reply: Reply | str) -> str | None:
+    """Why this reply cannot be used, or None."""
+    if isinstance(reply, str):
+        return reply
+    if not reply.ok:
+        return reply.error if reply.error == "budget exhausted" else f"judge: {reply.error}"
+    return None
+
+
+def settle(reply: Reply | str, parse: Callable[[str], Outcome]) -> Outcome:
+    why = failure(reply)
+    if why is not None:
+        return None, None, why
+    assert isinstance(reply, Reply)
+    try:
+        return parse(reply.text or "")
+    except Unparsable as e:
+        return None, None, str(e)

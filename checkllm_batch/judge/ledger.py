@@ -1,0 +1,46 @@
+"""DuckDB `judge_calls`: every call, written as it completes. It is also the cache: a
+request whose hash has an `ok` row is answered from here and never sent again."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import duckdb
+import pyarrow as pa
+
+from .protocol import Reply, Request
+
+COLUMNS = ("request_hash, run_id, kind, model, request, reply, embedding, prompt_tokens, "
+           "completion_tokens, cost, latency_ms, attempts, status, error, mode, batch_id")
+
+
+class Ledger:
+    def __init__(self, con: duckdb.DuckDBPyConnection, run_id: str | None, mode: str = "online"):
+        # its own cursor: the run's writer thread stores batches on the main connection
+        self.con, self.run_id, self.mode = con.cursor(), run_id, mode
+        self.lock = threading.Lock()
+
+    def lookup(self, hashes: list[str]) -> dict[str, Reply]:
+        """Stored `ok` answers for these request hashes."""
+        if not hashes:
+            return {}
+        wanted = pa.table({"h": pa.array(sorted(set(hashes)), pa.string())})  # noqa: F841
+        with self.lock:
+            rows = self.con.execute("""
+                SELECT request_hash, any_value(reply), any_value(embedding),
+                       any_value(prompt_tokens), any_value(completion_tokens), any_value(cost)
+                FROM judge_calls WHERE status = 'ok'
+                  AND request_hash IN (SELECT h FROM wanted) GROUP BY request_hash""").fetchall()
+        return {h: Reply(text=text, vector=vector, prompt_tokens=p or 0, completion_tokens=c or 0,
+                         cost=cost, cached=True) for h, text, vector, p, c, cost in rows}
+
+    def record(self, request: Request, reply: Reply, batch_id: str | None = None) -> None:
+        status = "ok" if reply.ok else ("truncated" if reply.text is not None else "error")
+        row = [request.hash, self.run_id, request.kind, request.model,
+               json.dumps(request.body(), ensure_ascii=False), reply.text, reply.vector,
+               reply.prompt_tokens, reply.completion_tokens, reply.cost, reply.latency_ms,
+               reply.attempts, status, reply.error, self.mode, batch_id]
+        with self.lock:
+            self.con.execute(f"INSERT INTO judge_calls ({COLUMNS}) VALUES "
+                             f"({', '.join('?' * 16)})", row)

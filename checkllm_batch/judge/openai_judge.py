@@ -1,0 +1,117 @@
+"""The judge over any OpenAI-compatible endpoint, through the `openai` client.
+
+The client's own retries are off (`max_retries=0`): the runner's tenacity layer owns them,
+so retries never stack. Errors are classified: 429 / 5xx / timeouts / connection errors may
+be retried; 400 / 401 / 404 and `insufficient_quota` may not.
+"""
+
+from __future__ import annotations
+
+import time
+
+import openai
+
+from .config import JudgeConfig
+from .limiter import parse_duration
+from .protocol import JudgeError, Reply, Request
+
+
+def client(config: JudgeConfig) -> openai.OpenAI:
+    return openai.OpenAI(
+        api_key=config.api_key(), base_url=config.base_url, timeout=config.timeout,
+        max_retries=0,
+        http_client=openai.DefaultHttpxClient(limits=_limits(config), timeout=config.timeout))
+
+
+def _limits(config: JudgeConfig):
+    """A connection pool that fits the concurrency (the client's default is 100)."""
+    try:  # the HTTP library of openai 3.x; 1.x and 2.x use httpx
+        import httpx2 as httpx
+    except ImportError:
+        import httpx  # type: ignore[no-redef]
+    return httpx.Limits(max_connections=max(100, config.concurrency * 2),
+                        max_keepalive_connections=max(20, config.concurrency))
+
+
+class OpenAIJudge:
+    def __init__(self, config: JudgeConfig):
+        self.config = config
+        self.client = client(config)
+
+    def redact(self, text: str) -> str:
+        """An endpoint may echo the key in an error message: it never goes further."""
+        key = self.client.api_key
+        return text.replace(key, "***") if key and len(key) >= 8 else text
+
+    def send(self, request: Request) -> Reply:
+        start = time.perf_counter()
+        try:
+            if request.kind == "embedding":
+                raw = self.client.embeddings.with_raw_response.create(
+                    model=request.model, input=request.input)
+            else:
+                body = request.body()
+                raw = self.client.chat.completions.with_raw_response.create(**body)
+        except openai.APIStatusError as e:
+            error = classify(e)
+            raise JudgeError(self.redact(str(error)), retry=error.retry, status=error.status,
+                             retry_after=error.retry_after, rate_limited=error.rate_limited,
+                             headers=error.headers) from None
+        except openai.APITimeoutError:
+            raise JudgeError(f"timeout after {self.config.timeout:g}s", retry=True) from None
+        except openai.APIConnectionError as e:
+            raise JudgeError(self.redact(f"connection error: {e}"), retry=True) from None
+        headers = {k.lower(): v for k, v in raw.headers.items()}
+        try:
+            parsed = raw.parse()
+        except Exception as e:  # a 200 whose body is not the endpoint's shape
+            raise JudgeError(f"malformed response body: {e}", retry=True) from None
+        return to_reply(request, parsed, headers, (time.perf_counter() - start) * 1000)
+
+
+def to_reply(request: Request, parsed, headers: dict[str, str], latency_ms: float) -> Reply:
+    usage = getattr(parsed, "usage", None)
+    prompt = getattr(usage, "prompt_tokens", 0) or 0
+    completion = getattr(usage, "completion_tokens", 0) or 0
+    if request.kind == "embedding":
+        data = getattr(parsed, "data", None) or []
+        if not data or not getattr(data[0], "embedding", None):
+            raise JudgeError("embedding response has no vector", retry=True)
+        return Reply(vector=list(data[0].embedding), prompt_tokens=prompt,
+                     latency_ms=latency_ms, headers=headers)
+    choices = getattr(parsed, "choices", None) or []
+    if not choices:
+        raise JudgeError("chat response has no choices", retry=True)
+    choice = choices[0]
+    text = choice.message.content if choice.message else None
+    if choice.finish_reason == "length":
+        return Reply(text=text, error="judge reply truncated (finish_reason=length): raise "
+                     "max_tokens", prompt_tokens=prompt, completion_tokens=completion,
+                     latency_ms=latency_ms, headers=headers)
+    if text is None:
+        raise JudgeError("chat response has no content", retry=True)
+    return Reply(text=text, prompt_tokens=prompt, completion_tokens=completion,
+                 latency_ms=latency_ms, headers=headers)
+
+
+def classify(e: openai.APIStatusError) -> JudgeError:
+    status = e.status_code
+    headers = {k.lower(): v for k, v in e.response.headers.items()}
+    message = f"HTTP {status}: {_message(e)}"
+    if status == 429:
+        if "insufficient_quota" in message:  # billing, not pacing: retrying cannot help
+            return JudgeError(message, retry=False, status=status)
+        after = parse_duration(headers.get("retry-after-ms"))
+        after = after / 1000 if after is not None else parse_duration(headers.get("retry-after"))
+        return JudgeError(message, retry=True, status=status, retry_after=after,
+                          rate_limited=True, headers=headers)
+    return JudgeError(message, retry=status >= 500 or status in (408, 409), status=status)
+
+
+def _message(e: openai.APIStatusError) -> str:
+    body = e.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            return str(inner.get("code") or "") + " " + str(inner.get("message") or "")
+    return str(e.message)[:300]

@@ -1,0 +1,105 @@
+"""A tiny judge protocol: a Request goes in, a Reply comes out (or a JudgeError is raised).
+
+Two implementations: `OpenAIJudge` (any OpenAI-compatible endpoint, over HTTP) and
+`ScriptedJudge` (in-process, for unit tests). Everything else (dedup, cache, limits,
+retries, budget) sits around the protocol, in the runner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+
+@dataclass(frozen=True)
+class Request:
+    """One judge call. Its hash (model, full messages or input, parameters) is its identity."""
+
+    kind: str  # "chat" or "embedding"
+    model: str
+    messages: tuple[tuple[str, str], ...] = ()  # (role, content), for chat
+    input: str | None = None  # for embedding
+    params: tuple[tuple[str, Any], ...] = ()  # sorted (name, value): temperature, max_tokens...
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body sent to the endpoint (no key, no headers)."""
+        if self.kind == "embedding":
+            return {"model": self.model, "input": self.input}
+        return {"model": self.model, **dict(self.params),
+                "messages": [{"role": r, "content": c} for r, c in self.messages]}
+
+    @property
+    def hash(self) -> str:
+        text = json.dumps([self.kind, self.body()], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def url(self) -> str:
+        return "/v1/embeddings" if self.kind == "embedding" else "/v1/chat/completions"
+
+    def prompt_chars(self) -> int:
+        return len(self.input or "") + sum(len(c) for _, c in self.messages)
+
+
+def chat(model: str, messages: list[tuple[str, str]], **params: Any) -> Request:
+    return Request("chat", model, tuple(messages),
+                   params=tuple(sorted((k, v) for k, v in params.items() if v is not None)))
+
+
+def embedding(model: str, text: str) -> Request:
+    return Request("embedding", model, input=text)
+
+
+@dataclass
+class Reply:
+    """What came back: the text (chat) or vector (embedding), or why there is none."""
+
+    text: str | None = None
+    vector: list[float] | None = None
+    error: str | None = None  # set: the call failed (after retries), was not sent, ...
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    latency_ms: float | None = None
+    attempts: int = 0
+    cached: bool = False
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class JudgeError(Exception):
+    """A call failed. `retry` says whether trying again may help; `retry_after` in seconds."""
+
+    def __init__(self, message: str, *, retry: bool, status: int | None = None,
+                 retry_after: float | None = None, rate_limited: bool = False,
+                 headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.retry, self.status, self.retry_after = retry, status, retry_after
+        self.rate_limited, self.headers = rate_limited, headers or {}
+
+
+class Judge(Protocol):
+    def send(self, request: Request) -> Reply:
+        """Send one request; raise JudgeError on failure."""
+
+
+class ScriptedJudge:
+    """In-process judge for unit tests: `answer(request)` gives the reply text (or vector)."""
+
+    def __init__(self, answer: Callable[[Request], str | list[float]]):
+        self.answer, self.sent = answer, []
+
+    def send(self, request: Request) -> Reply:
+        self.sent.append(request)
+        out = self.answer(request)
+        if isinstance(out, Exception):
+            raise out
+        if isinstance(out, list):
+            return Reply(vector=out, prompt_tokens=len(request.input or "") // 4 + 1)
+        return Reply(text=out, prompt_tokens=request.prompt_chars() // 4 + 1,
+                     completion_tokens=len(out) // 4 + 1)

@@ -1,0 +1,176 @@
+"""Send a set of judge requests: de-duplicated, answered from the ledger when possible,
+then budgeted, rate-limited and retried, each answer recorded as it completes."""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+from tenacity import Retrying, retry_if_exception, wait_exponential_jitter
+from tqdm import tqdm
+
+from .budget import EXHAUSTED, Budget
+from .config import JudgeConfig
+from .ledger import Ledger
+from .limiter import Limiter
+from .protocol import Judge, JudgeError, Reply, Request
+
+DRY = "dry run: not sent"
+RATE_LIMITED_PATIENCE = 4
+
+
+@dataclass
+class Stats:
+    graded: int = 0  # (case, assertion) pairs graded by the judge
+    requested: int = 0  # requests built from their distinct inputs, before de-duplication
+    unique: int = 0  # distinct requests
+    cached: int = 0  # answered from judge_calls
+    sent: int = 0  # sent (or, in a dry run, planned to be sent)
+    failed: int = 0
+    retries: int = 0
+    est_tokens: int = 0  # dry run: estimated prompt + completion tokens of what would be sent
+    est_cost: float = 0.0
+
+
+class Runner:
+    def __init__(self, config: JudgeConfig, judge: Judge | None, ledger: Ledger, *,
+                 dry_run: bool = False, progress: bool = False):
+        self.config, self.judge, self.ledger, self.dry_run = config, judge, ledger, dry_run
+        self.limiter = Limiter(config.rpm, config.tpm)
+        self.budget = Budget(config.max_cost)
+        self.stats = Stats()
+        self.bar = tqdm(total=0, unit="calls", desc="judge", leave=False,
+                        disable=None if progress else True)
+        self.pool = ThreadPoolExecutor(max_workers=config.concurrency)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.bar.close()
+
+    def run(self, requests: list[Request]) -> dict[str, Reply]:
+        """An answer (or an error) for every request, by hash."""
+        unique = {r.hash: r for r in requests}
+        self.stats.requested += len(requests)
+        self.stats.unique += len(unique)
+        replies = self.ledger.lookup(list(unique))
+        self.stats.cached += len(replies)
+        missing = [r for h, r in unique.items() if h not in replies]
+        if self.dry_run:
+            return {**replies, **self._plan(missing)}
+        if missing:
+            self.bar.total += len(missing)
+            self.bar.refresh()
+            if self.config.mode == "batch":
+                from .batch import run_batches
+
+                replies.update(run_batches(self, missing))
+            else:
+                replies.update(self._online(missing))
+        return replies
+
+    def estimate(self, request: Request) -> tuple[int, int, float]:
+        """(prompt tokens, completion tokens, cost) before sending: ~4 characters a token."""
+        prompt = request.prompt_chars() // 4 + 8
+        completion = 0 if request.kind == "embedding" else (self.config.max_tokens or 1024)
+        return prompt, completion, self.config.cost(request.model, prompt, completion) or 0.0
+
+    def _plan(self, missing: list[Request]) -> dict[str, Reply]:
+        for r in missing:
+            prompt, completion, cost = self.estimate(r)
+            self.stats.sent += 1
+            self.stats.est_tokens += prompt + completion
+            self.stats.est_cost += cost
+        return {r.hash: Reply(error=DRY) for r in missing}
+
+    def _online(self, missing: list[Request]) -> dict[str, Reply]:
+        out: dict[str, Reply] = {}
+        pending: dict[Future, tuple[Request, float]] = {}
+        queue = iter(missing)
+        while True:
+            while len(pending) < 2 * self.config.concurrency:
+                request = next(queue, None)
+                if request is None:
+                    break
+                estimate = self.estimate(request)[2]
+                if not self.budget.reserve(estimate):
+                    self._finish(request, Reply(error=EXHAUSTED), out, sent=False)
+                    continue
+                pending[self.pool.submit(self._call_and_record, request)] = (request, estimate)
+            if not pending:
+                return out
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                request, estimate = pending.pop(future)
+                reply = future.result()
+                self.budget.settle(estimate, reply.cost)
+                self._finish(request, reply, out)
+
+    def _call_and_record(self, request: Request) -> Reply:
+        """In the worker: a crash loses only the calls still on the wire."""
+        reply = self._call(request)
+        self.ledger.record(request, reply)
+        return reply
+
+    def _finish(self, request: Request, reply: Reply, out: dict[str, Reply],
+                sent: bool = True) -> None:
+        out[request.hash] = reply
+        if sent:
+            self.stats.sent += 1
+        self.stats.failed += not reply.ok
+        self.bar.update(1)
+        self.bar.set_postfix(retries=self.stats.retries, failed=self.stats.failed,
+                             cost=f"${self.budget.spent:.4f}", refresh=False)
+
+    def _call(self, request: Request) -> Reply:
+        """One request through the limiter, retried with exponential back-off and jitter."""
+        tokens = sum(self.estimate(request)[:2])
+        retrying = Retrying(
+            stop=self._stop, wait=self._wait,
+            retry=retry_if_exception(lambda e: isinstance(e, JudgeError) and e.retry),
+            reraise=True)
+        attempts = 0
+        try:
+            for attempt in retrying:
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    if attempts > 1:
+                        self.stats.retries += 1
+                    self.limiter.acquire(tokens)
+                    reply = self._send(request)
+        except JudgeError as e:
+            return Reply(error=f"{e} (after {attempts} attempt{'s' * (attempts > 1)})",
+                         attempts=attempts)
+        except Exception as e:  # a judge bug must not kill the run: that call is an error
+            return Reply(error=f"{type(e).__name__}: {e}", attempts=attempts)
+        reply.attempts = attempts
+        reply.cost = self.config.cost(request.model, reply.prompt_tokens, reply.completion_tokens)
+        return reply
+
+    def _send(self, request: Request) -> Reply:
+        assert self.judge is not None
+        try:
+            reply = self.judge.send(request)
+        except JudgeError as e:
+            if e.rate_limited:
+                self.limiter.throttle(e.retry_after, e.headers)
+            raise
+        self.limiter.success(reply.headers)
+        return reply
+
+    def _stop(self, state) -> bool:
+        """`retries` more attempts; four times as many while the endpoint only says 429
+        (pacing, not failure: a busy endpoint must not cost results)."""
+        error = state.outcome.exception() if state.outcome else None
+        limit = self.config.retries + 1
+        if isinstance(error, JudgeError) and error.rate_limited:
+            limit *= RATE_LIMITED_PATIENCE
+        return state.attempt_number >= limit
+
+    def _wait(self, state) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        if isinstance(error, JudgeError) and error.retry_after is not None:
+            return min(self.config.backoff_max, error.retry_after) + random.uniform(0, 0.05)
+        first = self.config.backoff_initial
+        return wait_exponential_jitter(multiplier=first, jitter=first,
+                                       max=self.config.backoff_max)(state)

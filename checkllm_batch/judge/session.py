@@ -1,0 +1,31 @@
+"""Open the judge for a run: config -> client -> ledger -> runner -> the engine's hook."""
+
+from __future__ import annotations
+
+import duckdb
+
+from ..evaluate.plan import Plan
+from .config import JudgeConfig
+from .hook import JudgeHook
+from .ledger import Ledger
+from .protocol import Judge
+from .runner import Runner
+
+
+def open_hook(plan: Plan, con: duckdb.DuckDBPyConnection, run_id: str | None,
+              config: JudgeConfig, *, judge: Judge | None = None, progress: bool = False,
+              dry_run: bool = False) -> JudgeHook:
+    if not config.enabled:
+        return JudgeHook(plan, config, None)
+    if judge is None and not dry_run:
+        from .openai_judge import OpenAIJudge
+
+        judge = OpenAIJudge(config)
+    runner = Runner(config, judge, Ledger(con, run_id, config.mode), dry_run=dry_run,
+                    progress=progress)
+    return JudgeHook(plan, config, runner)
+
+
+def close_hook(hook: JudgeHook) -> None:
+    if hook.runner is not None:
+        hook.runner.close()

@@ -1,0 +1,337 @@
+"""The judge's parts in-process, with the scripted judge: parsing, types, limits, budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from checkllm_batch import api
+from checkllm_batch.assertions import replies
+from checkllm_batch.errors import ConfigError
+from checkllm_batch.judge import JudgeConfig, ScriptedJudge
+from checkllm_batch.judge.batch import shards
+from checkllm_batch.judge.budget import Budget
+from checkllm_batch.judge.limiter import Limiter, parse_duration
+from checkllm_batch.judge.protocol import chat, embedding
+
+E = "error"  # the outcome is an error (Unparsable)
+
+RUBRIC_CASES = [
+    ('{"pass": true, "score": 1, "reason": "ok"}', None, (True, 1.0)),
+    ('{"pass": false, "score": 0.0}', None, (False, 0.0)),
+    ('Here:\n```json\n{"pass": true, "score": 0.7}\n```', None, (True, 0.7)),
+    ('text before {"pass": "yes", "score": 0.9} after', None, (True, 0.9)),
+    ('{"pass": true, "score": 0.6}', 0.8, (False, 0.6)),
+    ('{"pass": true}', None, (True, 1.0)),
+    ('{"score": 0.9}', 0.5, (True, 0.9)),
+    ('{"pass": true, "score": 8}', None, E),  # outside [0, 1]
+    ('{"pass": "maybe", "score": 1}', None, E),
+    ('{"reason": "no verdict"}', None, E),
+    ("I think it passes.", None, E),
+    ("", None, E),
+    ('{"pass": true, "score": "NaN"}', None, E),
+    ('{"pass": true, "score": 1, "reason": "très bien ✓"}', None, (True, 1.0)),
+]
+
+
+@pytest.mark.parametrize("text,threshold,want", RUBRIC_CASES)
+def test_rubric_replies(text, threshold, want):
+    if want == E:
+        with pytest.raises(replies.Unparsable):
+            replies.rubric(text, threshold)
+    else:
+        assert replies.rubric(text, threshold)[:2] == want
+
+
+PARSER_CASES = [
+    (replies.closedqa, "reasoning\nY\nY", (True, 1.0)),
+    (replies.closedqa, "reasoning\nN\n", (False, 0.0)),
+    (replies.closedqa, "Yes.", E),
+    (replies.closedqa, "**Y**", E),
+    (replies.closedqa, "", E),
+    (lambda t: replies.factuality(t, {}), '{"category": "c", "reason": "same"}', (True, 1.0)),
+    (lambda t: replies.factuality(t, {}), '{"category": "D"}', (False, 0.0)),
+    (lambda t: replies.factuality(t, {"subset": 0.5}), '{"category": "A"}', (True, 0.5)),
+    (lambda t: replies.factuality(t, {}), "The answer is (B) because…", (True, 1.0)),
+    (lambda t: replies.factuality(t, {}), '{"category": "F"}', E),
+    (lambda t: replies.factuality(t, {}), "no idea", E),
+    (lambda t: replies.scored(t, 0.8), '{"score": 0.85}', (True, 0.85)),
+    (lambda t: replies.scored(t, 0.8), '{"score": 0.5}', (False, 0.5)),
+    (lambda t: replies.scored(t, 0.8), '{"score": 85}', E),
+    (lambda t: replies.scored(t, 0.8), '{"pass": true}', E),
+    (lambda t: replies.judged(t, None), '{"passed": true, "score": 0.4}', (True, 0.4)),
+    (lambda t: replies.judged(t, 0.7), '{"passed": true, "score": 0.4}', (False, 0.4)),
+    (lambda t: replies.judged(t, None), '{"score": 0.4}', E),  # PromptKit passes these: we don't
+    (lambda t: (True, replies.attributed(t)), "1. a [Attributed]\n2. b [Not Attributed]",
+     (True, 0.5)),
+    (lambda t: (True, replies.attributed(t)), "no classification", E),
+    (lambda t: (True, replies.nli_supported(t, 2)),
+     "...\nFinal verdict for each statement in order: Yes. No.", (True, 0.5)),
+    (lambda t: (True, replies.nli_supported(t, 2)), "Verdict: Yes. Verdict: Yes.", (True, 1.0)),
+    (lambda t: (True, replies.nli_supported(t, 2)), "unclear", E),
+    (lambda t: (True, replies.geval_score(t)[0]), '{"score": 7, "reason": "x"}', (True, 0.7)),
+    (lambda t: (True, replies.geval_score(t)[0]), '{"score": 11}', E),
+    (lambda t: (True, float(replies.first_digit(t))), "Text 2 is best", (True, 2.0)),
+    (lambda t: (True, float(replies.first_digit(t))), "none of them", E),
+]
+
+
+@pytest.mark.parametrize("parse,text,want", PARSER_CASES)
+def test_parsers(parse, text, want):
+    if want == E:
+        with pytest.raises(replies.Unparsable):
+            parse(text)
+    else:
+        assert tuple(parse(text)[:2]) == pytest.approx(want)
+
+
+def test_geval_steps_need_one_line_json():
+    assert replies.geval_steps('{"steps": ["a", "b"]}') == ["a", "b"]
+    for bad in ['{ "steps": ["a"]}', '{"steps": []}', "{\n\"steps\": [\"a\"]\n}"]:
+        with pytest.raises(replies.Unparsable):
+            replies.geval_steps(bad)
+
+
+def scripted(request) -> str | list[float]:
+    """A judge whose verdicts follow the output's words."""
+    if request.kind == "embedding":
+        return [1.0, 0.0] if "Paris" in request.input else [0.0, 1.0]
+    text = "\n".join(c for _, c in request.messages)
+    output = text.split("<Output>")[-1].split("</Output>")[0]
+    if "[BEGIN DATA]" in text:
+        return "Reasoning.\nY\nY" if "Paris" in text.split("[Submission]")[1].split("[Criterion]")[0] \
+            else "No.\nN\nN"
+    if "expert_answer" in text:
+        return '{"category": "C"}' if "Paris" in text.split("submitted_answer")[1] else \
+            '{"category": "D"}'
+    if "garble" in output:
+        return "¯\\_(ツ)_/¯"
+    if "best fits" in text:
+        return "1"
+    if "Criteria:" in text:
+        return '{"passed": true, "score": 0.9, "reasoning": "ok"}'
+    good = "Paris" in output
+    if "<Instruction>" in text:
+        return '{"score": 0.9}' if good else '{"score": 0.2}'
+    return '{"pass": true, "score": 1}' if good else '{"pass": false, "score": 0}'
+
+
+def run(tmp_path: Path, asserts: str, outputs: list[str | None], judge=scripted, **config):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("judge:\n  model: gpt-4o-mini\ntests:\n  - description: t\n"
+                     "    prompt: What is the capital of France?\n    assert:\n"
+                     + "".join("      " + line + "\n" for line in asserts.splitlines()))
+    frame = pl.DataFrame({"test_id": ["t"] * len(outputs), "output": outputs},
+                         schema={"test_id": pl.String, "output": pl.String})
+    config = JudgeConfig(model="gpt-4o-mini", **config) if config else None
+    j = ScriptedJudge(judge)
+    return api.evaluate(suite, frame, judge=j, judge_config=config), j
+
+
+TYPE_CASES = [  # assertion, outputs, statuses
+    ("- type: llm-rubric\n  value: names the capital", ["Paris", "Lyon", "ünïcode Paris", ""],
+     ["pass", "fail", "pass", "fail"]),
+    ("- type: not-llm-rubric\n  value: names the capital", ["Paris", "Lyon"], ["fail", "pass"]),
+    ("- type: llm-rubric\n  value: x", ["garble", None], ["error", "fail"]),
+    ("- type: not-llm-rubric\n  value: x", ["garble"], ["error"]),
+    ("- type: model\n  prompt: Is it right?", ["Paris", "Lyon"], ["pass", "fail"]),
+    ("- type: model-graded-closedqa\n  value: names Paris", ["Paris", "Rome"], ["pass", "fail"]),
+    ("- type: model-graded-factuality\n  value: Paris", ["Paris", "Rome"], ["pass", "fail"]),
+    ("- type: llm_judge\n  criteria: helpful\n  min_score: 0.5", ["Paris", ""], ["pass", "pass"]),
+    ("- type: llm_judge\n  params: {criteria: helpful, min_score: 0.95}", ["Paris"], ["fail"]),
+    ("- type: similar\n  value: Paris is the capital", ["Paris", "Lyon"], ["pass", "fail"]),
+    ("- type: similar:euclidean\n  value: Paris\n  threshold: 0.5", ["Paris", "Lyon"],
+     ["pass", "fail"]),
+    ("- type: select-best\n  value: correct", ["Lyon", "Paris"], ["fail", "pass"]),
+    ("- type: select-best\n  value: correct", ["Paris"], ["error"]),
+    ("- type: cost\n  value: 1.0\n- type: llm-rubric\n  value: x", ["Paris"], ["pass", "pass"]),
+    ("- type: cost\n  value: 0\n- type: llm-rubric\n  value: x", ["Paris"], ["fail", "pass"]),
+]
+
+
+@pytest.mark.parametrize("asserts,outputs,statuses", TYPE_CASES)
+def test_types(tmp_path, asserts, outputs, statuses):
+    result, _ = run(tmp_path, asserts, outputs)
+    got = result.assertion_results.sort("case_id", "assertion_index")["status"].to_list()
+    assert got == statuses
+
+
+def test_max_score_picks_the_best_output(tmp_path):
+    asserts = ("- type: llm-rubric\n  value: x\n- type: max-score\n")
+    result, _ = run(tmp_path, asserts, ["Lyon", "Paris", "Rome"])
+    rows = result.assertion_results.filter(pl.col("type") == "max-score")
+    assert rows["status"].to_list() == ["fail", "pass", "fail"]
+    assert result.test_results["status"].to_list() == ["fail", "pass", "fail"]
+
+
+def test_no_judge_configured_is_an_error(tmp_path):
+    suite = tmp_path / "s.yaml"
+    suite.write_text("tests:\n  - description: t\n    assert:\n      - type: llm-rubric\n"
+                     "        value: x\n      - type: cost\n        value: 1\n")
+    result = api.evaluate(suite, pl.DataFrame({"test_id": ["t"], "output": ["Paris"]}))
+    rows = result.assertion_results
+    assert rows["status"].to_list() == ["error", "error"]
+    assert rows["reason"].to_list() == ["no judge configured"] * 2
+
+
+def test_provider_and_rubric_prompt_override(tmp_path):
+    asserts = ("- type: llm-rubric\n  value: x\n  provider: openai:chat:gpt-4.1-nano\n"
+               "  rubricPrompt: 'Grade {{output}} for {{rubric}}: JSON please'\n")
+    result, j = run(tmp_path, asserts, ["Paris"], judge=lambda r: '{"pass": true}')
+    assert [r.model for r in j.sent] == ["gpt-4.1-nano"]
+    assert j.sent[0].messages == (("user", "Grade Paris for x: JSON please"),)
+    assert result.assertion_results["status"].to_list() == ["pass"]
+
+
+def test_multi_step_types(tmp_path):
+    def judge(r):
+        if r.kind == "embedding":
+            return [1.0, 0.5]
+        text = r.messages[-1][1]
+        if "evaluation steps for that criteria" in text:
+            return '{"steps": ["check"]}'
+        if "Evaluation steps" in text:
+            return '{"score": 9, "reason": "fine"}'
+        if "statements:\n" in text and "Natural language" not in text:
+            return "Paris is the capital.\nIt is in France."
+        if "Natural language" in text:
+            return "Final verdict for each statement in order: Yes. No."
+        if "Generate a question" in text:
+            return "What is the capital?"
+        if "[Attributed]" in text:
+            return "1. x [Attributed]"
+        return "line one\nline two"
+    asserts = ("- type: g-eval\n  value: correct\n"
+               "- type: context-faithfulness\n  context: Paris is the capital of France.\n"
+               "  query: capital?\n"
+               "- type: answer-relevance\n  query: capital?\n"
+               "- type: context-recall\n  value: Paris\n  context: Paris is the capital.\n"
+               "- type: context-relevance\n  context: \"a\\nb\\nc\\nd\"\n  query: q\n")
+    result, j = run(tmp_path, asserts, ["Paris"], judge=judge)
+    got = result.assertion_results.select("type", "status", pl.col("score").round(6)).rows()
+    assert got == [("g-eval", "pass", 0.9), ("context-faithfulness", "pass", 0.5),
+                   ("answer-relevance", "pass", 1.0), ("context-recall", "pass", 1.0),
+                   ("context-relevance", "pass", 0.5)]
+
+
+def test_judge_exception_is_an_error_not_a_crash(tmp_path):
+    def broken(_):
+        raise RuntimeError("boom")
+    result, _ = run(tmp_path, "- type: llm-rubric\n  value: x\n", ["Paris"], judge=broken)
+    assert result.assertion_results["status"].to_list() == ["error"]
+    assert "boom" in result.assertion_results["reason"][0]
+
+
+def test_request_hash_covers_model_messages_and_params():
+    base = chat("m", [("user", "hi")], temperature=0)
+    assert base.hash == chat("m", [("user", "hi")], temperature=0).hash
+    others = [chat("n", [("user", "hi")], temperature=0), chat("m", [("user", "hi!")],
+              temperature=0), chat("m", [("user", "hi")], temperature=1), embedding("m", "hi")]
+    assert len({base.hash, *(o.hash for o in others)}) == 5
+
+
+def test_config_checks_and_never_records_the_key(monkeypatch):
+    monkeypatch.setenv("MY_JUDGE_KEY", "sk-hidden")
+    config = JudgeConfig.from_sources({"model": "gpt-4o", "api_key_env": "MY_JUDGE_KEY"},
+                                      rpm=100, max_cost=None)
+    assert config.api_key() == "sk-hidden" and "sk-hidden" not in str(config.record())
+    with pytest.raises(ConfigError, match='did you mean "concurrency"'):
+        JudgeConfig.from_sources({"concurency": 3})
+    with pytest.raises(ConfigError, match="no price known"):
+        JudgeConfig.from_sources({"model": "my-local-model", "max_cost": 1})
+    assert JudgeConfig.from_sources({"model": "x", "max_cost": 1, "prices": {"x": [1, 2]}})
+    assert JudgeConfig(model="gpt-4o", mode="batch").price("gpt-4o") == (1.25, 5.0)
+
+
+def test_budget_reserves_then_settles():
+    budget = Budget(1.0)
+    assert budget.reserve(0.6)
+    assert not budget.reserve(0.6)  # would exceed: refused, and the budget is exhausted
+    budget.settle(0.6, 0.1)
+    assert not budget.reserve(0.1)  # once exhausted, no more calls this run
+    assert budget.spent == pytest.approx(0.1)
+    assert Budget(None).reserve(1e9)
+
+
+def test_limiter_backs_off_and_recovers():
+    limiter = Limiter(rpm=600)
+    limiter.throttle(0.0, {})
+    assert limiter.rpm == pytest.approx(420)
+    limiter.throttle(0.0, {})  # same episode: no second cut
+    assert limiter.rpm == pytest.approx(420)
+    for _ in range(40):
+        limiter.success({})
+    assert limiter.rpm == pytest.approx(600)
+    learnt = Limiter()
+    learnt.success({"x-ratelimit-limit-requests": "3000", "x-ratelimit-limit-tokens": "1e6"})
+    assert learnt.rpm == pytest.approx(3000) and learnt.max_tpm == pytest.approx(1e6)
+
+
+@pytest.mark.parametrize("text,seconds", [("1s", 1.0), ("6m0s", 360.0), ("20ms", 0.02),
+                                          ("1.5", 1.5), ("", None), ("soon", None)])
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+def test_batch_shards_split_by_lines_bytes_and_model():
+    requests = [chat("a", [("user", f"q{i}")]) for i in range(5)] + [chat("b", [("user", "q")])]
+    assert [len(s) for s in shards(requests, max_lines=2)] == [2, 2, 1, 1]
+    one = len(shards(requests[:1])[0][0][1])
+    assert [len(s) for s in shards(requests[:5], max_bytes=one * 3)] == [3, 2]
+
+
+def test_limiter_without_a_known_limit_probes_upwards_after_a_429():
+    limiter = Limiter()
+    assert limiter.rpm is None  # not paced until a limit or a 429 is seen
+    limiter.throttle(0.0, {})
+    assert limiter.rpm is None  # nothing achieved yet to go by: Retry-After alone
+    for _ in range(10):
+        limiter.success({})
+    limiter.last_cut = 0.0  # a new episode
+    limiter.throttle(0.0, {})
+    start = limiter.rpm
+    assert start == pytest.approx(10 * 30 * 0.7)  # 10 calls in the last 2 s, cut by 30 %
+    for _ in range(10):
+        limiter.success({})
+    assert limiter.rpm > start
+
+
+@pytest.mark.parametrize("output,rubric", [("Paris", "names it"), ("", "x"), (None, "ünï ✓"),
+                                           ("{{ not a var }}", "a\nb")])
+def test_vectorised_prompts_match_the_per_item_renderer(output, rubric):
+    from checkllm_batch.assertions import prompts
+
+    frame = pl.DataFrame({"output": [output], "rubric": [rubric]},
+                         schema={"output": pl.String, "rubric": pl.String})
+    exprs = prompts.to_exprs(prompts.LLM_RUBRIC, {"output", "rubric"})
+    rendered = frame.select(*(e.alias(f"m{i}") for i, e in enumerate(exprs))).row(0)
+    by_item = prompts.render(prompts.LLM_RUBRIC, {"output": output, "rubric": rubric})
+    assert list(rendered) == [text for _, text in by_item]
+    assert prompts.to_exprs(prompts.LLM_RUBRIC, {"output"}) is None  # {{ rubric }}: per item
+
+
+def test_429s_get_more_patience_than_failures(tmp_path):
+    from checkllm_batch.judge.protocol import JudgeError
+
+    calls = {"n": 0}
+
+    def busy(_):
+        calls["n"] += 1
+        if calls["n"] <= 10:  # more 429s than `retries` allows for failures
+            raise JudgeError("HTTP 429", retry=True, rate_limited=True, retry_after=0.0)
+        return '{"pass": true}'
+    result, _ = run(tmp_path, "- type: llm-rubric\n  value: x\n", ["Paris"], judge=busy,
+                    retries=3, backoff_initial=0.001)
+    assert result.assertion_results["status"].to_list() == ["pass"]
+    calls["n"] = -100  # now 500s: retries (3) then an error
+
+    def failing(_):
+        calls["n"] += 1
+        raise JudgeError("HTTP 500", retry=True, status=500)
+    result, _ = run(tmp_path, "- type: llm-rubric\n  value: y\n", ["Lyon"], judge=failing,
+                    retries=3, backoff_initial=0.001)
+    assert result.assertion_results["status"].to_list() == ["error"]
+    assert "after 4 attempts" in result.assertion_results["reason"][0]
+    assert calls["n"] == -96

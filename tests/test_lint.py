@@ -14,3 +14,15 @@ def test_ruff_is_clean():
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "checkllm_batch", "benchmarks",
                            "tests"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_no_merge_conflict_markers():
+    markers = ("<<<<<<< ", ">>>>>>> ")
+    offenders = [
+        str(path.relative_to(ROOT))
+        for pattern in ("*.py", "*.md", "*.toml", "*.yaml", "*.ipynb")
+        for path in ROOT.rglob(pattern)
+        if ".venv" not in path.parts and any(
+            line.startswith(markers) for line in path.read_text(errors="ignore").splitlines())
+    ]
+    assert not offenders, offenders

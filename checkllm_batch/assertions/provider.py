@@ -34,7 +34,15 @@ def latency(ctx: Ctx) -> Verdict:
     return _at_most("latency_ms", " ms", ctx)
 
 
-@assertion("cost", value=Value.OPTIONAL, needs_text=False, prepare=_limit, fields=("source",))
+def reads_judge_cost(spec: AssertionSpec) -> bool:
+    """CheckLLM's form (`value:` without `threshold:`, or `source: judge`) checks the judge's
+    cost for the case; promptfoo's (`threshold:`, or `source: provider`) the `cost` column."""
+    source = spec.args.get("source")
+    return source == "judge" or (source is None and spec.threshold is None)
+
+
+@assertion("cost", value=Value.OPTIONAL, needs_text=False, prepare=_limit, fields=("source",),
+           judged=reads_judge_cost)
 def cost(ctx: Ctx) -> Verdict:
     """The case's recorded `cost` is at most the threshold (or value), in USD.
 

@@ -81,6 +81,11 @@ class AssertionType:
     negatable: bool = True
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
     value_aliases: tuple[str, ...] = ()  # fields that may hold the value (CheckLLM: reference, ...)
+    judged: Callable[[AssertionSpec], bool] | None = None  # specs of a vector type a judge grades
+
+    def kind_for(self, spec: AssertionSpec) -> Kind:
+        """This type's kind for one assertion: some are judged only in some forms."""
+        return Kind.JUDGE if self.judged is not None and self.judged(spec) else self.kind
 
 
 REGISTRY: dict[str, AssertionType] = {}

@@ -14,7 +14,6 @@ import polars as pl
 
 from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import Ctx, Kind, Verdict
-from ..judge.cost import reads_judge_cost
 from ..spec import template
 from .plan import Plan, Planned
 from .sets import combine_sets
@@ -32,7 +31,7 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
     parts: list[pl.DataFrame] = []
     for p in plan.assertions:
         rows = cases if p.tests is None else cases.filter(pl.col("test_index").is_in(list(p.tests)))
-        if p.atype.kind is Kind.JUDGE or reads_judge_cost(p.spec):
+        if p.kind is Kind.JUDGE:
             parts.append(judge(p, rows) if judge else _error_rows(p, rows, NO_JUDGE))
         elif p.atype.literal_value and template.is_template(p.spec.value):
             parts.append(_per_distinct_value(p, rows))

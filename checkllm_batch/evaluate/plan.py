@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ..assertions.registry import AssertionType, lookup
+from ..assertions.registry import AssertionType, Kind, lookup
 from ..assertions.sets import SET
 from ..errors import ConfigError, did_you_mean
 from ..spec import template
@@ -27,6 +27,10 @@ class Planned:
     spec: AssertionSpec
     atype: AssertionType
     tests: frozenset[int] | None  # None: every test has it
+
+    @property
+    def kind(self) -> Kind:
+        return self.atype.kind_for(self.spec)
 
 
 @dataclass(frozen=True)

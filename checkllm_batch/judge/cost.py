@@ -13,20 +13,12 @@ import polars as pl
 
 from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import Kind
-from ..spec.model import AssertionSpec
 
 if TYPE_CHECKING:
     from ..evaluate.plan import Planned
     from .hook import JudgeHook
 
 ACROSS = {"cost", "select-best", "max-score"}
-
-
-def reads_judge_cost(spec: AssertionSpec) -> bool:
-    if spec.type != "cost":
-        return False
-    source = spec.args.get("source")
-    return source == "judge" or (source is None and spec.threshold is None)
 
 
 def judge_cost(hook: JudgeHook, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
@@ -36,7 +28,7 @@ def judge_cost(hook: JudgeHook, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
         return _long(p, rows.select("case_id", "test_index", passed=pl.lit(None, pl.Boolean),
                                     score=pl.lit(None, pl.Float64), reason=pl.lit(NO_JUDGE)))
     for q in hook.plan.assertions:  # grade the others first (memoised: graded once a batch)
-        if q.atype.kind is Kind.JUDGE and q.spec.type not in ACROSS:
+        if q.kind is Kind.JUDGE and q.spec.type not in ACROSS:
             hook(q, rows if q.tests is None else rows.filter(pl.col("test_index").is_in(q.tests)))
     limit = float(p.spec.value if p.spec.value is not None else p.spec.threshold)
     costs = (pl.concat(hook.case_cost).group_by("case_id").agg(pl.col("cost").sum())

@@ -360,26 +360,29 @@ def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
         return False, bad
     if not statements or not all(isinstance(s, _STATEMENTS()) for s in statements):
         return False, bad
+    if columns is not None:  # "t::table::col" also allows "t::null::col"
+        columns_allowed = tuple({*columns, *(f"{a}::null::{c}" for a, _, c in
+                                             (r.split("::") for r in columns if r.count("::") == 2))})
     problems = []
     for stmt in statements:
         kind = _statement_kind(stmt)
         if tables is not None:
             found = [(kind, t.db or None, t.name) for t in stmt.find_all(exp.Table)]
-            denied = [f"{k}::{d or 'null'}::{n}" for k, d, n in found
-                      if not _allowed((k, d, n), tables)]
-            if denied:
-                problems.append(f"SQL references unauthorized table(s). Found: [{', '.join(denied)}]."
-                                f" Allowed: [{', '.join(tables)}].")
+            problems += _unauthorized("table(s)", found, tables, tables)
         if columns is not None:
-            widened = tuple({*columns, *(f"{a}::null::{c}" for a, _, c in
-                                         (r.split("::") for r in columns if r.count("::") == 2))})
             found = [(kind, c.table or None, c.name) for c in stmt.find_all(exp.Column)]
-            denied = [f"{k}::{t or 'null'}::{n}" for k, t, n in found
-                      if not _allowed((k, t, n), widened)]
-            if denied:
-                problems.append(f"SQL references unauthorized column(s). Found: "
-                                f"[{', '.join(denied)}]. Allowed: [{', '.join(columns)}].")
+            problems += _unauthorized("column(s)", found, columns_allowed, columns)
     return (False, " ".join(problems)) if problems else (True, None)
+
+
+def _unauthorized(what: str, found: list[tuple], allowed: tuple, listed) -> list[str]:
+    """promptfoo's message for the references in `found` that `allowed` does not permit."""
+    denied = [f"{k}::{scope or 'null'}::{n}" for k, scope, n in found
+              if not _allowed((k, scope, n), allowed)]
+    if not denied:
+        return []
+    return [f"SQL references unauthorized {what}. Found: [{', '.join(denied)}]. "
+            f"Allowed: [{', '.join(listed)}]."]
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")

@@ -94,7 +94,7 @@ def _print_plan(stats, config) -> None:
         return
     click.echo(f"judge {config.model} ({config.mode}): {stats.graded} graded assertions, "
                f"{stats.unique} unique requests, {stats.cached} already answered, "
-               f"{stats.sent} to send")
+               f"{stats.sent} to send ({stats.requested} before de-duplication)")
     click.echo(f"estimated: {stats.est_tokens} tokens, ${stats.est_cost:.4f} "
                "(prompt ~4 chars/token + max_tokens per reply; multi-step types such as "
                "g-eval, context-faithfulness and answer-relevance add follow-up calls)")

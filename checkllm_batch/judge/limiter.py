@@ -44,7 +44,6 @@ class Limiter:
         self.next_request = self.next_token = self.paused_until = 0.0
         self.last_cut = 0.0
         self.done: deque[float] = deque(maxlen=2000)
-        self.throttled = 0
 
     def acquire(self, tokens: int) -> None:
         """Block until a call estimated at `tokens` tokens may start."""
@@ -76,7 +75,6 @@ class Limiter:
         """A 429: pause everyone for Retry-After, and cut the rate once per episode."""
         with self.lock:
             now = time.monotonic()
-            self.throttled += 1
             self._learn(headers, now)
             self.paused_until = max(self.paused_until,
                                     now + (1.0 if retry_after is None else retry_after))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import duckdb
+import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -179,8 +180,6 @@ def inline_outputs(suite: Suite) -> pa.Table:
     if missing or not suite.inline_tests:
         raise InputError(f"{suite.path}: {'test ' + repr(missing[0]) if missing else 'the suite'}"
                          " has no inline output (providerOutput); pass --outputs")
-    import orjson
-
     rows = [{"__test_index": t.index,
              "output": t.output if isinstance(t.output, str) else orjson.dumps(t.output).decode(),
              "output_kind": "text" if isinstance(t.output, str) else "json"}

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from .assertions import pool
 from .errors import InputError
 from .evaluate.engine import evaluate_batch
 from .evaluate.plan import build_plan
@@ -93,6 +94,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
         suite = load_suite(suite)
     judge_config = judge_config or JudgeConfig.from_sources(suite.judge)
     plan = build_plan(suite)
+    if any(p.atype.pooled for p in plan.assertions):
+        pool.start()  # the workers start up while the first batch is read
     source, batches, total = _batches(suite, outputs, batch_rows)
     first = next(batches, None)
     if first is None:

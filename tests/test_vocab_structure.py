@@ -4,6 +4,7 @@ Verdicts marked [pf] were checked with promptfoo 0.123.1 run offline on the same
 """
 
 import json
+import os
 
 import pytest
 from vocab_helpers import run_assertion
@@ -171,6 +172,21 @@ def test_pool_gives_the_same_outcomes_as_in_process():
     values = [f"<a><b>{i}</b></a>" if i % 3 else f"<a>{i}" for i in range(40)]
     assert check_values(xml_check, (), values, parallel=True) == \
         check_values(xml_check, (), values, parallel=False)
+
+
+def _dies_in_a_worker(value, parent_pid):
+    if os.getpid() != parent_pid:
+        os._exit(1)  # a worker killed mid-batch (say, by the OOM killer)
+    return True, value
+
+
+def test_a_killed_worker_loses_no_value_and_the_pool_is_dropped():
+    from checkllm_batch.assertions import pool
+
+    values = [str(i) for i in range(5_000)]
+    assert pool.check_values(_dies_in_a_worker, os.getpid(), values, parallel=True) == \
+        [(True, v) for v in values]
+    assert pool._POOL is None
 
 
 def test_pool_workers_do_not_rerun_an_unguarded_script(tmp_path):

@@ -1,8 +1,10 @@
 """Parser checks over the distinct values of a batch, on every core when there are many.
 
 Like `distinct.over_distinct`, but the check is a module-level function `check(value, arg)`
-so that a process pool can run it: distinct values are split into chunks and checked in
-worker processes (spawned once, kept for the life of the program).
+so that a process pool can run it. The distinct values are cut into chunks; the worker
+processes take chunks from the back while this process checks them from the front, until
+the two meet. Workers are spawned once, kept for the life of the program, and can be
+started ahead of need (`start`) so that their start-up overlaps reading the data.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import sys
 import time
 import types
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 from multiprocessing import get_context
 from typing import Any
@@ -22,13 +25,15 @@ import polars as pl
 from .distinct import Outcome, over_distinct
 
 POOL_MIN = 4_000  # fewer distinct values than this: checking in-process is faster
-SAMPLE = 1_000  # values timed in-process before deciding
-SLOW = 40e-6  # seconds per value above which the process pool pays off (measured)
+SAMPLE = 500  # values timed in-process before deciding
+FAST = 2e-6  # CPU seconds per value under which sending values to a worker costs more
+CHUNK_SECONDS = 0.02  # aim for chunks of about this much work
 _POOL: ProcessPoolExecutor | None = None
 
 
 def workers() -> int:
-    """Worker processes: $CHECKLLM_WORKERS, else the cores this process may use."""
+    """Processes checking values, this one included: $CHECKLLM_WORKERS, else the cores this
+    process may use."""
     if os.environ.get("CHECKLLM_WORKERS"):
         return max(1, int(os.environ["CHECKLLM_WORKERS"]))
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
@@ -39,18 +44,20 @@ def _noop() -> None:
     return None
 
 
-def _pool() -> ProcessPoolExecutor:
-    """The process pool, started once. Workers are spawned (a forked child of a process
-    running Polars threads can deadlock) with `__main__` hidden: a spawned child otherwise
-    re-runs the caller's script, which breaks scripts without an `if __name__` guard."""
+def start() -> ProcessPoolExecutor | None:
+    """The pool of `workers() - 1` processes (this one is the other worker), started once,
+    without waiting for the workers to be ready; None with one core. Workers are spawned (a forked child of a process running Polars threads
+    can deadlock) with `__main__` hidden: a spawned child otherwise re-runs the caller's
+    script, which breaks scripts without an `if __name__` guard. Each submit spawns a worker
+    and hands it `__main__` then, so hiding it around the submits is enough."""
     global _POOL
-    if _POOL is None:
-        pool = ProcessPoolExecutor(workers(), mp_context=get_context("spawn"))
+    if _POOL is None and workers() > 1:
+        pool = ProcessPoolExecutor(workers() - 1, mp_context=get_context("spawn"))
         main = sys.modules["__main__"]
         sys.modules["__main__"] = types.ModuleType("__main__")
-        try:  # workers start on submit: start them all while __main__ is hidden
-            for future in [pool.submit(_noop) for _ in range(workers())]:
-                future.result()
+        try:
+            for _ in range(workers() - 1):
+                pool.submit(_noop)
         finally:
             sys.modules["__main__"] = main
         _POOL = pool
@@ -64,28 +71,54 @@ def _chunk(check: Callable[[Any, Any], Outcome], arg: Any, values: list) -> list
 def check_values(check: Callable[[Any, Any], Outcome], arg: Any, values: list,
                  parallel: bool | None = None) -> list[Outcome]:
     """Outcomes of `check(v, arg)` for each value, in order. With `parallel=None` a sample
-    is timed in-process first; the rest goes to the pool only when the check is slow
-    enough (>= SLOW seconds a value) for the pool's transfer costs to pay off."""
+    is timed in-process first, and the rest is shared with the workers only when a value
+    takes long enough (>= FAST CPU seconds) for the transfer to pay off."""
     if parallel is False or workers() == 1 or (parallel is None and len(values) < POOL_MIN):
         return _chunk(check, arg, values)
     head: list[Outcome] = []
+    per_value = CHUNK_SECONDS / 64
     if parallel is None:
-        start = time.thread_time()  # CPU time: a busy machine must not make a check look slow
+        began = time.thread_time()  # CPU time: a busy machine must not make a check look slow
         head = _chunk(check, arg, values[:SAMPLE])
-        if (time.thread_time() - start) / SAMPLE < SLOW:
+        per_value = (time.thread_time() - began) / SAMPLE
+        if per_value < FAST:
             return head + _chunk(check, arg, values[SAMPLE:])
     rest = values[len(head):]
-    n = workers() * 4
-    size = -(-len(rest) // n)
-    parts = [rest[i:i + size] for i in range(0, len(rest), size)]
-    for part in _pool().map(partial(_chunk, check, arg), parts):
+    size = max(16, int(CHUNK_SECONDS / max(per_value, 1e-7)))
+    chunks = [rest[i:i + size] for i in range(0, len(rest), size)]
+    for part in _shared(partial(_chunk, check, arg), chunks):
         head.extend(part)
     return head
+
+
+def _shared(run: Callable[[list], list[Outcome]], chunks: list[list]) -> list[list[Outcome]]:
+    """`run` over each chunk: the workers take chunks from the back (two each in flight),
+    this process from the front, until the two meet. No chunk is cancelled or sent twice. A
+    broken pool (a worker killed) is dropped, and its chunks are checked here."""
+    global _POOL
+    pool = start()
+    out: list[list[Outcome] | None] = [None] * len(chunks)
+    futures: dict[int, Future] = {}
+    front, back = 0, len(chunks)
+    while front < back:
+        while front < back and sum(not f.done() for f in futures.values()) < 2 * (workers() - 1):
+            back -= 1
+            futures[back] = pool.submit(run, chunks[back])
+        if front < back:
+            out[front] = run(chunks[front])
+            front += 1
+    for i, future in futures.items():
+        try:
+            out[i] = future.result()
+        except BrokenProcessPool:
+            _POOL = None
+            out[i] = run(chunks[i])
+    return out
 
 
 def over_distinct_pool(expr: pl.Expr, check: Callable[[Any, Any], Outcome], arg: Any = None
                        ) -> pl.Expr:
     """A struct {ok, detail} per row: `check(value, arg)` once per distinct value of `expr`,
-    on the worker pool when that pays off. Wrap the result in `ctx.once(...)`."""
+    shared with the worker pool when that pays off. Wrap the result in `ctx.once(...)`."""
     return over_distinct(expr, lambda value: check(value, arg),
                          run_all=lambda values: check_values(check, arg, values))

@@ -82,6 +82,7 @@ class AssertionType:
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
     value_aliases: tuple[str, ...] = ()  # fields that may hold the value (CheckLLM: reference, ...)
     judged: Callable[[AssertionSpec], bool] | None = None  # specs of a vector type a judge grades
+    pooled: bool = False  # checks distinct values on the process pool (pool.py)
 
     def kind_for(self, spec: AssertionSpec) -> Kind:
         """This type's kind for one assertion: some are judged only in some forms."""

@@ -78,21 +78,26 @@ def _missing(root, required: tuple[str, ...]) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _xml_parser():
+def _lxml():
+    """lxml's etree (imported on first use), the strict parser of is-xml and the recovering
+    parser of contains-xml (lxml locks a parser shared by threads)."""
     from lxml import etree
 
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+    return (etree, etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False),
+            etree.XMLParser(recover=True, resolve_entities=False, no_network=True))
+
+
+_DTD_SUBSET = re.compile(r"<!DOCTYPE[^>\[]*\[")
 
 
 def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None, str | None]:
-    from lxml import etree
-
-    if not text or not text.strip():
+    etree, parser, _ = _lxml()
+    if not text or text.isspace():
         return False, "XML parsing failed: empty output"
-    if "<!DOCTYPE" in text and re.search(r"<!DOCTYPE[^>\[]*\[", text):
+    if "<!DOCTYPE" in text and _DTD_SUBSET.search(text):
         return False, "DTD internal subsets are not supported by is-xml validation"
     try:
-        root = etree.fromstring(text.encode("utf-8"), _xml_parser())
+        root = etree.fromstring(text.encode("utf-8"), parser)
     except etree.XMLSyntaxError as e:
         return False, f"XML parsing failed: {e}"
     missing = _missing(root, required)
@@ -159,12 +164,10 @@ def xml_candidates(text: str) -> list[tuple[int, int]]:
 
 def contains_xml_check(text: str | None, required: tuple[str, ...]
                        ) -> tuple[bool | None, str | None]:
-    from lxml import etree
-
     candidates = xml_candidates(text or "")
     if not candidates:
         return False, "No XML content found in the output"
-    parser = etree.XMLParser(recover=True, resolve_entities=False, no_network=True)
+    etree, _, parser = _lxml()
     containers: list[tuple[int, int]] = []
     for s, e in candidates:
         if any(s >= cs and e <= ce for cs, ce in containers):
@@ -188,15 +191,15 @@ def _structure_verdict(ctx: Ctx, check, expect: str, default: Any = None) -> Ver
     return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
 
 
-@assertion("is-xml", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
-           prepare=_required)
+@assertion("is-xml", kind=Kind.DISTINCT, pooled=True,
+           value=Value.OPTIONAL, literal_value=True, prepare=_required)
 def is_xml(ctx: Ctx) -> Verdict:
     """The whole output is well-formed XML holding the required element paths, if any."""
     return _structure_verdict(ctx, xml_check, "be valid XML", ())
 
 
-@assertion("contains-xml", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
-           prepare=_required)
+@assertion("contains-xml", kind=Kind.DISTINCT, pooled=True,
+           value=Value.OPTIONAL, literal_value=True, prepare=_required)
 def contains_xml(ctx: Ctx) -> Verdict:
     """Some balanced XML region of the output parses and holds the required element paths."""
     return _structure_verdict(ctx, contains_xml_check, "contain valid XML", ())
@@ -249,7 +252,7 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
     return True, None
 
 
-@assertion("is-html", kind=Kind.DISTINCT, value=Value.NONE)
+@assertion("is-html", kind=Kind.DISTINCT, pooled=True, value=Value.NONE)
 def is_html(ctx: Ctx) -> Verdict:
     """The output is an HTML document or fragment: recognised elements, no bare text outside."""
     return _structure_verdict(ctx, html_check, "be valid HTML")
@@ -419,15 +422,15 @@ def contains_sql_check(text: str | None, options) -> tuple[bool | None, str | No
     return False, reason
 
 
-@assertion("is-sql", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
-           prepare=_sql_options)
+@assertion("is-sql", kind=Kind.DISTINCT, pooled=True,
+           value=Value.OPTIONAL, literal_value=True, prepare=_sql_options)
 def is_sql(ctx: Ctx) -> Verdict:
     """The whole output parses as SQL of `databaseType` (sqlglot), within the allow-lists."""
     return _structure_verdict(ctx, sql_check, "be valid SQL", _sql_options(None, None))
 
 
-@assertion("contains-sql", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
-           prepare=_sql_options)
+@assertion("contains-sql", kind=Kind.DISTINCT, pooled=True,
+           value=Value.OPTIONAL, literal_value=True, prepare=_sql_options)
 def contains_sql(ctx: Ctx) -> Verdict:
     """A ```sql fenced block (or the whole output) is valid SQL, within the allow-lists."""
     return _structure_verdict(ctx, contains_sql_check, "contain valid SQL",

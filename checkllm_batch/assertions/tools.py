@@ -130,8 +130,8 @@ def _functions_value(value: Any, spec: Any) -> list | None:
     return _declared(value, spec, "functions")
 
 
-@assertion("is-valid-openai-tools-call", kind=Kind.DISTINCT, value=Value.OPTIONAL,
-           needs_text=False, literal_value=True, prepare=_tools_value)
+@assertion("is-valid-openai-tools-call", kind=Kind.DISTINCT, pooled=True,
+           value=Value.OPTIONAL, needs_text=False, literal_value=True, prepare=_tools_value)
 def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
     """Every tool call names a declared tool and its JSON arguments match its parameters."""
     result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "tools"), tools_call_check))
@@ -139,8 +139,8 @@ def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
                    detail=result.struct.field("detail"))
 
 
-@assertion("is-valid-openai-function-call", kind=Kind.DISTINCT, value=Value.OPTIONAL,
-           needs_text=False, literal_value=True, prepare=_functions_value)
+@assertion("is-valid-openai-function-call", kind=Kind.DISTINCT, pooled=True,
+           value=Value.OPTIONAL, needs_text=False, literal_value=True, prepare=_functions_value)
 def is_valid_openai_function_call(ctx: Ctx) -> Verdict:
     """The output is a legacy OpenAI function call whose arguments match the declared function."""
     result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "functions"),
@@ -221,8 +221,8 @@ def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str |
     return True, f"{f1!r}|F1 {f1:.3f} (precision={p:.3f}, recall={r:.3f}); called: [{called}]"
 
 
-@assertion("tool-call-f1", kind=Kind.DISTINCT, needs_text=False, literal_value=True,
-           default_threshold=1.0, prepare=_expected_tools)
+@assertion("tool-call-f1", kind=Kind.DISTINCT, pooled=True,
+           needs_text=False, literal_value=True, default_threshold=1.0, prepare=_expected_tools)
 def tool_call_f1(ctx: Ctx) -> Verdict:
     """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
     expected: tuple[str, ...] = ctx.prepared

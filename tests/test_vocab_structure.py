@@ -232,3 +232,51 @@ def test_parser_runs_once_per_distinct_value_per_batch(tmp_path, monkeypatch):
     got = run_assertion(tmp_path, {"type": "is-xml"}, rows)
     assert [g["status"] for g in got] == ["pass", "fail", "pass"]
     assert sorted(seen) == ["<a/>", "<b>"]
+
+
+GEMINI_TOOLS = [{"functionDeclarations": [
+    {"name": "get_weather",
+     "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}},
+                    "required": ["city"]}},
+    {"name": "get_time"}]}]
+
+
+@pytest.mark.parametrize(("output", "status", "reason"), [
+    ([{"functionCall": {"name": "get_weather", "args": {"city": "Lima"}}}], "pass", None),
+    ({"toolCall": {"functionCalls": [{"name": "get_weather", "args": '{"city": "Lima"}'}]}},
+     "pass", None),
+    ([{"text": "checking"}, {"functionCall": {"name": "get_time", "args": {}}}], "pass", None),
+    ([{"functionCall": {"name": "get_weather", "args": {"city": 3}}}], "fail",
+     'Call to "get_weather" does not match schema'),  # STRING is lowered to string
+    ([{"functionCall": {"name": "get_weather", "args": {}}}], "fail",
+     'Call to "get_weather" does not match schema'),  # no args, but parameters declared
+    ([{"functionCall": {"name": "get_time", "args": {"tz": "UTC"}}}], "fail",
+     'Call to "get_time" does not match schema'),  # args, but no parameters declared
+    ([{"functionCall": {"name": "book", "args": {}}}], "fail",
+     'Called "book", but there is no function with that name'),
+    ([{"text": "no call"}], "fail", "Google did not return a valid-looking function call"),
+    ("It is sunny.", "fail", "Google did not return a valid-looking function call"),
+])
+def test_google_function_call(tmp_path, output, status, reason):
+    """promptfoo validates Google function calls when the provider is Google's; here the
+    declared tools' shape (`functionDeclarations`) decides. Both type names work."""
+    text = output if isinstance(output, str) else json.dumps(output)
+    for name in ("is-valid-function-call", "is-valid-openai-function-call"):
+        got = run_assertion(tmp_path, {"type": name, "config": {"tools": GEMINI_TOOLS}},
+                            [{"output": text}])[0]
+        assert got["status"] == status
+        assert reason is None or reason in got["reason"]
+
+
+def test_declared_tools_load_from_a_file(tmp_path):
+    (tmp_path / "tools.yaml").write_text(json.dumps([WEATHER]), encoding="utf-8")
+    assertion = {"type": "is-valid-openai-tools-call", "config": {"tools": "file://tools.yaml"}}
+    rows = [{"output": json.dumps([call("get_weather", {"city": "Bern"})])},
+            {"output": json.dumps([call("get_weather", {})])}]
+    assert [g["status"] for g in run_assertion(tmp_path, assertion, rows)] == ["pass", "fail"]
+
+
+def test_mcp_error_reason_names_the_tool(tmp_path):
+    got = run_assertion(tmp_path, {"type": "is-valid-openai-tools-call", "config": {"tools": [WEATHER]}},
+                        [{"output": "MCP Tool Error (weather): upstream timeout"}])[0]
+    assert got["reason"].endswith("MCP tool call failed for weather: upstream timeout")

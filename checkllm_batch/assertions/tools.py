@@ -1,4 +1,5 @@
-"""Tool-call checks: OpenAI tools/function calls against declared schemas, and tool-call-f1.
+"""Tool-call checks: OpenAI tools/function calls (and Google function calls) against declared
+schemas, and tool-call-f1.
 
 The calls come from the case's `tool_calls` column when it is set, else from the output
 (an OpenAI `tool_calls` array, or a message object holding one). Declared tools come from
@@ -9,6 +10,7 @@ the case's `tools` column when set, else from the assertion (`value` or `config.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema_rs
@@ -22,9 +24,13 @@ NO_TOOLS = "no tools declared: give them in the assertion (value or config.tools
 
 
 def _declared(value: Any, spec: Any, key: str) -> list | None:
+    """The declared tools: `value`, else `config.<key>`; function calls also read
+    `config.tools` (where Google's declarations live)."""
     config = spec.args.get("config") if spec is not None else None
-    found = value if value is not None else (config or {}).get(key) if isinstance(config, dict) \
-        else None
+    config = config if isinstance(config, dict) else {}
+    found = value
+    for name in (key, "tools"):
+        found = config.get(name) if found is None else found
     if isinstance(found, dict) and key in found:
         found = found[key]
     if found is not None and not isinstance(found, list):
@@ -71,10 +77,15 @@ def _validate_args(name: str, arguments: str, schema: dict | None) -> str | None
     return f'Call to "{name}" does not match schema: {error.message}'
 
 
+_MCP_ERROR = re.compile(r"MCP Tool Error \(([^)]+)\): (.+)")
+
+
 def tools_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None]:
     raw = pair["calls"] or ""
     if "MCP Tool Error" in raw:
-        return False, "MCP tool call failed"
+        m = _MCP_ERROR.search(raw)
+        return False, (f"MCP tool call failed for {m[1]}: {m[2]}" if m
+                       else "MCP tool call failed for unknown: unknown error")
     if "MCP Tool Result" in raw:
         return True, None
     calls = _loads(raw)
@@ -102,13 +113,18 @@ def tools_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None
 
 
 def function_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None]:
+    """A legacy OpenAI function call, or Google function calls when the declared tools are
+    Google's (`functionDeclarations`), as promptfoo decides by provider."""
+    functions = _loads(pair["tools"])
+    if isinstance(functions, list) and any(isinstance(f, dict) and "functionDeclarations" in f
+                                           for f in functions):
+        return _google_calls_check(_loads(pair["calls"] or ""), functions)
     call = _loads(pair["calls"] or "")
     if isinstance(call, dict) and "function_call" in call:
         call = call["function_call"]
     if not isinstance(call, dict) or not isinstance(call.get("name"), str) \
             or not isinstance(call.get("arguments"), str):
         return False, f"not a valid-looking function call: {str(pair['calls'])[:200]}"
-    functions = _loads(pair["tools"])
     if not isinstance(functions, list):
         return None, NO_TOOLS.replace("config.tools", "config.functions")
     by_name = {f.get("name"): f for f in functions if isinstance(f, dict)}
@@ -120,6 +136,54 @@ def function_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | N
         return False, f'Called "{call["name"]}", but there is no function with that name'
     problem = _validate_args(call["name"], call["arguments"], schema)
     return (False, problem) if problem else (True, None)
+
+
+_GEMINI_TYPES = {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT"}
+
+
+def _lower_types(schema: Any) -> Any:
+    """A Gemini schema as JSON Schema: its upper-case `type` names lowered."""
+    if isinstance(schema, list):
+        return [_lower_types(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _lower_types(v) for k, v in schema.items()}
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _GEMINI_TYPES:
+        out["type"] = kind.lower()
+    elif isinstance(kind, list):
+        out["type"] = [t.lower() if t in _GEMINI_TYPES else t for t in kind]
+    return out
+
+
+def _google_calls_check(output: Any, tools: list) -> tuple[bool | None, str | None]:
+    """promptfoo's Google rule: the calls are `toolCall.functionCalls`, or the `functionCall`
+    parts of a list; each names a declared function and its `args` match its parameters (no
+    args are allowed only without parameters). Unlike promptfoo, no call at all fails."""
+    if isinstance(output, dict) and isinstance(output.get("toolCall"), dict):
+        calls = output["toolCall"].get("functionCalls")
+    elif isinstance(output, list):
+        calls = [p["functionCall"] for p in output if isinstance(p, dict) and "functionCall" in p]
+    else:
+        calls = None
+    if not isinstance(calls, list) or not calls or not all(
+            isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls):
+        return False, f"Google did not return a valid-looking function call: {str(output)[:200]}"
+    declared = next(t for t in tools if isinstance(t, dict) and "functionDeclarations" in t)
+    by_name = {f.get("name"): f for f in declared["functionDeclarations"] or []
+               if isinstance(f, dict)}
+    for call in calls:
+        name, args = call["name"], _loads(call.get("args") or {})
+        if name not in by_name:
+            return False, f'Called "{name}", but there is no function with that name'
+        schema = by_name[name].get("parameters")
+        if args and schema:
+            problem = _validate_args(name, orjson.dumps(args), _lower_types(schema))
+            if problem:
+                return False, problem
+        elif args or schema:
+            return False, f'Call to "{name}" does not match schema: {json.dumps(by_name[name])}'
+    return True, None
 
 
 def _tools_value(value: Any, spec: Any) -> list | None:
@@ -140,9 +204,11 @@ def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
 
 
 @assertion("is-valid-openai-function-call", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, needs_text=False, literal_value=True, prepare=_functions_value)
+           aliases=("is-valid-function-call",), value=Value.OPTIONAL, needs_text=False,
+           literal_value=True, prepare=_functions_value)
 def is_valid_openai_function_call(ctx: Ctx) -> Verdict:
-    """The output is a legacy OpenAI function call whose arguments match the declared function."""
+    """The output is a function call (legacy OpenAI, or Google's when the declared tools are
+    Google's) whose arguments match the declared function."""
     result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "functions"),
                                          function_call_check))
     return Verdict(result.struct.field("ok"), "be a valid OpenAI function call",

@@ -188,6 +188,10 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
         return None
     children = _children(args.pop("assert", None), index, vars_, base, test_where, problems) \
         if atype.name == SET else ()
+    config = fields.get("config")
+    if isinstance(config, dict):  # declared tools may live in a file, as in promptfoo
+        fields["config"] = {k: _load_value(v, base, where, problems) if k in TOOL_KEYS else v
+                            for k, v in config.items()}
     spec = AssertionSpec(
         type=atype.name, negate=negate, value=value, children=children,
         threshold=float(threshold) if threshold is not None else None, weight=float(weight),
@@ -197,6 +201,9 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
         where=where)
     _check_value(atype, spec, where, problems)
     return spec
+
+
+TOOL_KEYS = ("tools", "functions")
 
 
 def _number(index: int | str) -> str:

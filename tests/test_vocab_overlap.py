@@ -150,3 +150,54 @@ def test_stems_like_natural(word, stemmed):
     from checkllm_batch.assertions.meteor import stem
 
     assert stem(word) == stemmed
+
+
+# js-rouge 3.2.3 (promptfoo 0.123.1's): sentenceSegment, then treeBankTokenize per sentence.
+# A period splits off where it ends a sentence; abbreviations, acronyms and list numbers
+# keep theirs. Expected tokens were printed by js-rouge itself.
+TREEBANK = [
+    ('It rained. then it stopped.',
+     ['It', 'rained', '.', 'then', 'it', 'stopped', '.']),
+    ('I met Dr. Smith today. He said hi.',
+     ['I', 'met', 'Dr.', 'Smith', 'today', '.', 'He', 'said', 'hi', '.']),
+    ('I met the dr. Then left.',
+     ['I', 'met', 'the', 'dr.', 'Then', 'left', '.']),
+    ('Go to the U.S. Army at 5 p.m. Then we left.',
+     ['Go', 'to', 'the', 'U.S.', 'Army', 'at', '5', 'p.m.', 'Then', 'we', 'left', '.']),
+    ('Price is 3.5. Done.',
+     ['Price', 'is', '3.5', '.', 'Done', '.']),
+    ('He paid $1,000. then left at 10:30.',
+     ['He', 'paid', '$', '1,000', '.', 'then', 'left', 'at', '10:30', '.']),
+    ('He said "Stop." Then left.',
+     ['He', 'said', '``', 'Stop', '.', "''", 'Then', 'left', '.']),
+    ('Use e.g. apples. Fine.',
+     ['Use', 'e.g.', 'apples', '.', 'Fine', '.']),
+    ('End with etc. Next',
+     ['End', 'with', 'etc', '.', 'Next']),
+    ('Acme Inc. and a friend. Ok.Next one.',
+     ['Acme', 'Inc.', 'and', 'a', 'friend', '.', 'Ok', '.', 'Next', 'one', '.']),
+    ('Item (see above). Next.',
+     ['Item', '(', 'see', 'above', ')', '.', 'Next', '.']),
+    ('1. First item\n2. Second item',
+     ['1.', 'First', 'item', '2.', 'Second', 'item']),
+    ('A list: 1. one 2. two',
+     ['A', 'list', ':', '1.', 'one', '2.', 'two']),
+    ("The answer is B. That's it.",
+     ['The', 'answer', 'is', 'B', '.', 'That', "'s", 'it', '.']),
+    ("Is this correct? I don't know... Maybe.",
+     ['Is', 'this', 'correct', '?', 'I', 'do', "n't", 'know', '...', 'Maybe', '.']),
+    ('The result is 42. "Quoted text," she said.',
+     ['The', 'result', 'is', '42', '.', '``', 'Quoted', 'text', ',', "''", 'she', 'said', '.']),
+    ('See Fig. 3 for details. Mt. Everest is tall.',
+     ['See', 'Fig', '.', '3', 'for', 'details', '.', 'Mt.', 'Everest', 'is', 'tall', '.']),
+]
+
+
+@pytest.mark.parametrize(("text", "tokens"), TREEBANK)
+def test_rouge_tokens_follow_js_rouge_sentences(text, tokens):
+    import polars as pl
+
+    from checkllm_batch.assertions.overlap import treebank_tokens
+
+    got = pl.DataFrame({"t": [text]}).select(x=treebank_tokens(pl.col("t")))["x"][0].to_list()
+    assert got == tokens

@@ -186,15 +186,54 @@ def _pad(text: pl.Expr, pattern: str) -> pl.Expr:
     return text.str.replace_all(pattern, " $0 ")
 
 
+# js-rouge segments a summary into sentences before tokenising each, so a period ends a
+# token wherever it ends a sentence. Its segmenter's abbreviation lists (data, from js-rouge
+# 3.x `constants.ts`): after these a period never ends a sentence...
+_ALWAYS_ABBREVIATION = (
+    "ex e\\.g i\\.e circa ca cca vs v\\.s esp ft st mt jr mr mrs ms dr prof sr sen corp rep "
+    "gov atty supt det rev col gen lt cmdr adm capt sgt cpl maj miss misses mister sir esq "
+    "mstr phd adj adv asst bldg brig comdr hon messrs mlle mme op ord pvt reps res sens sfc "
+    "surg").split()
+# ... and after these, only before a capitalised word.
+_ABBREVIATION = (
+    "arc al exp rd dist fy pd pl plz tce llb md bl ma ba lit etc b\\.c a\\.d jan feb mar apr "
+    "jun jul aug sep sept oct nov dec co yahoo joomla jeopardy dept univ assn bros inc ltd ala "
+    "ariz ark cal calif colo conn del fed fla fl ga ida ind ia la kan kans ken ky mich minn "
+    "mont neb nebr nev okla penna penn pa dak tenn tex ut vt va wash wis wisc wy wyo usafa "
+    "alta ont que sask yuk ave blvd cl ct cres hwy").split()
+_KEEP = "\x02"  # a period that stays inside its token, restored at the end
+
+
+def _sentence_periods(t: pl.Expr) -> pl.Expr:
+    """Split off each period that ends a sentence (js-rouge: segment, then the Treebank rule
+    for a sentence-final period), keeping abbreviations, acronyms (`U.S.`, `p.m.`) and list
+    numbers (`1. one`) whole. An approximation of js-rouge's segmenter, which has many more
+    rules (quotations, citations, URLs)."""
+    always = "|".join(_ALWAYS_ABBREVIATION)
+    before_lower = "|".join(_ABBREVIATION)
+    t = t.str.replace_all(f"(^|[^\\w.])((?i:{always}))\\.( )", f"$1$2{_KEEP}$3")
+    t = t.str.replace_all(f"(^|[^\\w.])((?i:{before_lower}))\\.( [^\\p{{Lu}}])",
+                          f"$1$2{_KEEP}$3")
+    t = t.str.replace_all(r"(^|[^\w.])([A-Za-z])\.([A-Za-z])\.", f"$1$2.$3{_KEEP}")
+    t = t.str.replace_all(r"(^| )(\d{1,3})\.( \p{Ll})", f"$1$2{_KEEP}$3")  # list items
+    t = t.str.replace_all(r"([.!?:] )(\d{1,3})\.( )", f"$1$2{_KEEP}$3")
+    t = t.str.replace_all(r"(\p{L}\p{Ll})\.(\p{Lu}\p{Ll})", "$1 . $2")
+    t = t.str.replace_all(r"([^.])\.([\])}>']*)( |$)", "$1 .$2 $3")
+    return t.str.replace_all(_KEEP, ".", literal=True)
+
+
 def treebank_tokens(text: pl.Expr) -> pl.Expr:
     """js-rouge's Penn-Treebank-style tokenizer, approximated with regex replacements."""
-    t = text.str.replace_all(r"[\s\x{85}]+", " ").str.strip_chars(" ")
+    t = text.str.replace_all(r"(^|\n)([ \t]*\d{1,3})\.( )", f"$1$2{_KEEP}$3")  # list items
+    t = t.str.replace_all(r"[\s\x{85}]+", " ").str.strip_chars(" ")
     t = t.str.replace_all(r'(^|[\s(\[{<])"', '$1 `` ').str.replace_all('"', " '' ")
     t = t.str.replace_all(r"\.\.\.", " ... ")
-    t = t.str.replace_all(r"([:,])(\p{Nd})", "$1\x00$2")  # protect 1,000 and 10:30
-    t = _pad(t, r"[:,]").str.replace_all(r"([:,]) \x00 ?", "$1").str.replace_all("\x00", "")
+    # 1,000 and 10:30 stay whole: those separators hide as \x04 / \x05 while the rest are padded
+    t = t.str.replace_all(r":(\p{Nd})", "\x04$1").str.replace_all(r",(\p{Nd})", "\x05$1")
+    t = _pad(t, r"[:,]").str.replace_all("\x04", ":", literal=True) \
+        .str.replace_all("\x05", ",", literal=True)
     t = _pad(t, r"[;@#$%&]")
-    t = t.str.replace_all(r"([^.])(\.)([\])}>'\s]*)$", "$1 $2$3 ")
+    t = _sentence_periods(t)
     t = _pad(_pad(t, r"[?!]"), r"[\]\[(){}<>]").str.replace_all("--", " -- ")
     t = pl.concat_str([pl.lit(" "), t, pl.lit(" ")])
     t = t.str.replace_all(r"([^'])' ", "$1 ' ").str.replace_all(r"'([sSmMdD]) ", " '$1 ")

@@ -280,3 +280,57 @@ def test_mcp_error_reason_names_the_tool(tmp_path):
     got = run_assertion(tmp_path, {"type": "is-valid-openai-tools-call", "config": {"tools": [WEATHER]}},
                         [{"output": "MCP Tool Error (weather): upstream timeout"}])[0]
     assert got["reason"].endswith("MCP tool call failed for weather: upstream timeout")
+
+
+# is-html verdicts and reasons of promptfoo 0.123.1 (parse5), run offline on each output:
+# the HTML5 tree decides (implied closing, foster parenting, text in an implied body).
+HTML5 = [
+    ('<p>one<div>two</div>three', 'Output must be wrapped in HTML tags'),
+    ('<table>text</table>', 'Output must be wrapped in HTML tags'),
+    ('<title>x</title>hello', 'Output must be wrapped in HTML tags'),
+    ('</p>', 'Output does not contain recognized HTML elements'),
+    ('<p>hello', None),
+    ('hi <b>x</b>', 'Output must be wrapped in HTML tags'),
+    ('<div><p>ok</p></div>', None),
+    ('plain text', 'Output must be wrapped in HTML tags'),
+    ('<br>text', 'Output must be wrapped in HTML tags'),
+    ('<!-- c -->text', 'Output must be wrapped in HTML tags'),
+    ('&nbsp;', 'Output does not contain recognized HTML elements'),
+    ('<foo>text</foo>', 'Output does not contain recognized HTML elements'),
+    ('<my-widget>x</my-widget>', None),
+    ('<html><body>hello</body></html>', None),
+    ('<body>text</body>', None),
+    ('<table><tr><td>x</td></tr></table>', None),
+    ('<ul><li>a<li>b</ul>', None),
+    ('<p>a</p>\n\n<p>b</p>', None),
+    ('<head><title>t</title></head><p>x</p>', None),
+    ("<?xml version='1.0'?><a/>", 'Output appears to be XML, not HTML'),
+    ('<div>x</div> trailing', 'Output must be wrapped in HTML tags'),
+    ('<span>a</span><span>b</span>', None),
+    ('<p>Unclosed <b>bold', None),
+    ("<a href='x'>link</a> and text", 'Output must be wrapped in HTML tags'),
+    ('<html>hello</html>', 'Output must be wrapped in HTML tags'),
+    ('<head></head>', None),
+    ('<img src=x>', None),
+    ('<select>text<option>a</option></select>', None),
+    ('<p>x</p></div>tail', 'Output must be wrapped in HTML tags'),
+    ('<b><p>mis</b>nested</p>', None),
+    ('<textarea>raw <b></textarea>', None),
+    ('<template><p>t</p></template>', None),
+    ('<frameset></frameset>', 'Output does not contain recognized HTML elements'),
+    ('<DIV>UPPER</DIV>', None),
+    ('<div>a</div>\xa0', None),
+    ('<math><mi>x</mi></math>', None),
+    ("<script>var a = '<b>';</script>", None),
+    ('<style>p{}</style>text', 'Output must be wrapped in HTML tags'),
+    ('<table><td>x</td>text</table>', 'Output must be wrapped in HTML tags'),
+    ('<li>item</li>', None),
+    ('<p>x</p><p>', None),
+]
+
+
+@pytest.mark.parametrize(("output", "reason"), HTML5)
+def test_is_html_follows_promptfoos_html5_verdicts(tmp_path, output, reason):
+    got = run_assertion(tmp_path, {"type": "is-html"}, [{"output": output}])[0]
+    assert got["status"] == ("pass" if reason is None else "fail")
+    assert reason is None or reason in got["reason"]

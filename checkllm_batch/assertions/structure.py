@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from html.parser import HTMLParser
 from typing import Any
 
 import polars as pl
@@ -207,47 +206,36 @@ def contains_xml(ctx: Ctx) -> Verdict:
 
 # --- HTML -----------------------------------------------------------------------------------
 
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
-         "source", "track", "wbr"}
-
-
-class _Scan(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.depth, self.top_text, self.tags = 0, False, set()
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.add(tag)
-        if tag not in _VOID:
-            self.depth += 1
-
-    def handle_startendtag(self, tag, attrs):
-        self.tags.add(tag)
-
-    def handle_endtag(self, tag):
-        if tag not in _VOID:
-            self.depth = max(0, self.depth - 1)
-
-    def handle_data(self, data):
-        if self.depth == 0 and data.strip():
-            self.top_text = True
+MAX_HTML = 10 * 1024 * 1024  # promptfoo's input size limit for HTML checks
+_WRAPPERS = ("html", "head", "body")
+_LITERAL = {t: re.compile(f"<{t}(?=[\\s>/])") for t in _WRAPPERS}
+_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007" \
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 
 def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None]:
-    trimmed = (text or "").strip()
+    """promptfoo's rule over an HTML5 parse (lexbor here, parse5 there): no text directly in
+    an implied <body>, and at least one recognised element written by the output (an
+    html/head/body counts only when the output writes that tag)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    trimmed = (text or "").strip(_JS_SPACE)
     if not trimmed:
         return False, "Output is empty"
+    if len(trimmed) > MAX_HTML:
+        return False, "Output exceeds maximum size limit"
     if re.match(r"<\?xml", trimmed, re.I):
         return False, "Output appears to be XML, not HTML"
-    scan = _Scan()
-    scan.feed(trimmed)
-    scan.close()
+    tree = LexborHTMLParser(trimmed)
     lower = trimmed.lower()
-    if scan.top_text and not re.search(r"<body(?=[\s>/])", lower):
+    written = {t for t in _WRAPPERS if _LITERAL[t].search(lower)}
+    body = tree.body
+    if body is not None and "body" not in written and any(
+            n.tag == "-text" and (n.text_content or "").strip(_JS_SPACE)
+            for n in body.iter(include_text=True)):
         return False, "Output must be wrapped in HTML tags"
-    wrappers = {t for t in ("html", "head", "body") if re.search(f"<{t}(?=[\\s>/])", lower)}
-    if not any((t in HTML_ELEMENTS and t not in {"html", "head", "body"}) or "-" in t
-               or t in wrappers for t in scan.tags):
+    if not any(t in written if t in _WRAPPERS else (t in HTML_ELEMENTS or "-" in t)
+               for t in (n.tag for n in tree.root.traverse())):
         return False, "Output does not contain recognized HTML elements"
     return True, None
 
@@ -267,7 +255,6 @@ _INDICATORS = [
     (r"(?i)<(?:html|head|body|div|span|p|a|img|h[1-6]|ul|ol|li|table|tr|td|th|form|input|button"
      r"|script|style|link|meta|br|hr)\b", 2),
 ]
-MAX_HTML = 10 * 1024 * 1024
 
 
 @assertion("contains-html", value=Value.NONE)

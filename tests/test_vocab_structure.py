@@ -334,3 +334,32 @@ def test_is_html_follows_promptfoos_html5_verdicts(tmp_path, output, reason):
     got = run_assertion(tmp_path, {"type": "is-html"}, [{"output": output}])[0]
     assert got["status"] == ("pass" if reason is None else "fail")
     assert reason is None or reason in got["reason"]
+
+
+def test_tools_come_from_the_cases_provider_in_the_suite(tmp_path):
+    """A promptfoo suite declares tools in its providers' config; each case is checked
+    against the tools of its own provider (matched by id or label)."""
+    (tmp_path / "tools.json").write_text(json.dumps([WEATHER]), encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "providers:\n"
+        "  - id: openai:gpt-4o\n"
+        "    config: {tools: file://tools.json}\n"
+        "  - id: openai:gpt-4o-mini\n"
+        "    label: mini\n"
+        "    config:\n"
+        "      tools: [{type: function, function: {name: get_time}}]\n"
+        "  - echo\n"
+        "assert:\n"
+        "  - type: is-valid-openai-tools-call\n", encoding="utf-8")
+    import polars as pl
+
+    import checkllm_batch as cb
+
+    weather = json.dumps([call("get_weather", {"city": "Bern"})])
+    outputs = pl.DataFrame({"provider": ["openai:gpt-4o", "mini", "echo"],
+                            "output": [weather, weather, weather]})
+    got = cb.evaluate(suite, outputs).assertion_results.sort("case_id")
+    assert got["status"].to_list() == ["pass", "fail", "error"]
+    assert 'no function with that name' in got["reason"][1]
+    assert "no tools declared" in got["reason"][2]

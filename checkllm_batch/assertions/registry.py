@@ -43,6 +43,7 @@ class Ctx:
     output: pl.Expr = field(default_factory=lambda: pl.col("output"))
     key: int = 0
     stash: dict[str, pl.Expr] = field(default_factory=dict)
+    providers: dict[str, dict] = field(default_factory=dict)  # Suite.provider_tools
 
     def once(self, expr: pl.Expr, shared: str | None = None) -> pl.Expr:
         """Compute `expr` once per batch and refer to its column. Use it for anything opaque

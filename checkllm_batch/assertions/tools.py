@@ -20,7 +20,8 @@ import polars as pl
 from .pool import over_distinct_pool
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
-NO_TOOLS = "no tools declared: give them in the assertion (value or config.tools) or a `tools` column"
+NO_TOOLS = ("no tools declared: give them in the assertion (value or config.tools), in the "
+            "config of the case's provider under `providers:`, or in a `tools` column")
 
 
 def _declared(value: Any, spec: Any, key: str) -> list | None:
@@ -39,10 +40,17 @@ def _declared(value: Any, spec: Any, key: str) -> list | None:
 
 
 def _calls_and_tools(ctx: Ctx, key: str) -> pl.Expr:
+    """The calls, and the declared tools: the case's `tools` column, else the assertion's,
+    else those of the case's provider in the suite's `providers:` (promptfoo's source)."""
     declared = _declared(ctx.literal, ctx.spec, key)
     fallback = pl.lit(json.dumps(declared) if declared is not None else None, pl.String)
+    by_provider = {name: found for name, config in ctx.providers.items()
+                   if (found := config.get(key, config.get("tools"))) is not None}
+    of_provider = pl.col("provider").replace_strict(
+        list(by_provider), [json.dumps(v) for v in by_provider.values()], default=None,
+        return_dtype=pl.String) if by_provider else pl.lit(None, pl.String)
     return pl.struct(calls=_calls(ctx),
-                     tools=pl.coalesce(pl.col("tools"), fallback))
+                     tools=pl.coalesce(pl.col("tools"), fallback, of_provider))
 
 
 def _calls(ctx: Ctx) -> pl.Expr:

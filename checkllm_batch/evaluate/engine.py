@@ -29,16 +29,17 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
     """(assertion_results, test_results) for a batch of cases."""
     shared: list[Compiled] = []
     parts: list[pl.DataFrame] = []
+    providers = plan.suite.provider_tools
     for p in plan.assertions:
         rows = cases if p.tests is None else cases.filter(pl.col("test_index").is_in(list(p.tests)))
         if p.kind is Kind.JUDGE:
             parts.append(judge(p, rows) if judge else _error_rows(p, rows, NO_JUDGE))
         elif p.atype.literal_value and template.is_template(p.spec.value):
-            parts.append(_per_distinct_value(p, rows))
+            parts.append(_per_distinct_value(p, rows, providers))
         elif p.tests is None:
-            shared.append(compile_assertion(p, p.spec.value))
+            shared.append(compile_assertion(p, p.spec.value, providers))
         else:
-            parts.extend(_run(rows, [compile_assertion(p, p.spec.value)]))
+            parts.extend(_run(rows, [compile_assertion(p, p.spec.value, providers)]))
     if shared:  # one query: Polars runs the assertions' expressions in parallel
         parts.extend(_run(cases, shared))
     results = pl.concat(parts) if parts else pl.DataFrame(schema=RESULT_SCHEMA)
@@ -76,7 +77,7 @@ def _long(frame: pl.LazyFrame, key: int) -> pl.DataFrame:
         pl.col("o").struct.field("score"), pl.col("o").struct.field("reason")).collect()
 
 
-def compile_assertion(p: Planned, value) -> Compiled:
+def compile_assertion(p: Planned, value, providers: dict | None = None) -> Compiled:
     """The type's verdict, plus what every type shares: negation, non-text outputs, reasons."""
     spec, atype = p.spec, p.atype
     literal = value if not template.is_template(value) else None
@@ -85,7 +86,7 @@ def compile_assertion(p: Planned, value) -> Compiled:
         else None
     ctx = Ctx(spec=spec, value=template.to_expr(value), literal=literal,
               threshold=spec.threshold if spec.threshold is not None else atype.default_threshold,
-              prepared=prepared, key=p.key)
+              prepared=prepared, key=p.key, providers=providers or {})
     verdict: Verdict = atype.fn(ctx)
     name = f"__r{p.key}_"
     expect = verdict.expect if isinstance(verdict.expect, pl.Expr) else pl.lit(verdict.expect)
@@ -123,7 +124,7 @@ def compile_assertion(p: Planned, value) -> Compiled:
     return Compiled(p.key, ctx.stash, raw_exprs, outcome)
 
 
-def _per_distinct_value(p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
+def _per_distinct_value(p: Planned, rows: pl.DataFrame, providers: dict) -> pl.DataFrame:
     """Types that need their value as a literal, given a `{{var}}`: one pass per distinct value."""
     values = rows.select(template.to_expr(p.spec.value).alias("__value"))["__value"]
     parts = []
@@ -132,7 +133,7 @@ def _per_distinct_value(p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
         try:
             if p.atype.prepare:
                 p.atype.prepare(value, p.spec)
-            compiled = compile_assertion(p, value)
+            compiled = compile_assertion(p, value, providers)
         except ValueError as e:
             parts.append(_error_rows(p, subset, f"value {value!r}: {e}"))
             continue

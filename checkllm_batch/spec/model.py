@@ -80,6 +80,9 @@ class Suite:
     inline_tests: bool = True  # False: every outputs row is a case of the one default test
     judge: dict[str, Any] = field(default_factory=dict)
     description: str | None = None
+    # the tools / functions each provider of the suite's `providers:` declares in its config,
+    # by provider id and label: what promptfoo's tool-call checks validate against
+    provider_tools: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def metrics(self) -> set[str]:

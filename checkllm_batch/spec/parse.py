@@ -62,12 +62,35 @@ def load_suite(path: str | Path) -> Suite:
         _test(i, t, default, tests_source, path.parent, problems) for i, t in enumerate(raw_tests))
     derived = _derived(raw.get("derivedMetrics") or [], path, problems)
     judge = raw.get("judge") or {}
+    provider_tools = _provider_tools(raw.get("providers"), path, problems)
     if problems:
         raise ConfigError(problems)
     suite = Suite(path=str(path), tests=tests, derived_metrics=derived, inline_tests=inline,
-                  judge=dict(judge), description=raw.get("description"))
+                  judge=dict(judge), description=raw.get("description"),
+                  provider_tools=provider_tools)
     _check_derived_names(suite, path)
     return suite
+
+
+def _provider_tools(value: Any, path: Path, problems: _Problems) -> dict[str, dict]:
+    """{provider id or label: {"tools": [...], "functions": [...]}} from `providers:` entries
+    whose config declares them (`file://` paths loaded). Other provider settings have no
+    effect on scoring outputs that already exist."""
+    entries = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+    found: dict[str, dict] = {}
+    for entry in entries:
+        if isinstance(entry, dict) and "id" not in entry and len(entry) == 1:
+            (pid, entry), = entry.items()  # the {"openai:gpt-4o": {config: ...}} form
+            entry = {**entry, "id": pid} if isinstance(entry, dict) else {"id": pid}
+        if not isinstance(entry, dict) or not isinstance(entry.get("config"), dict):
+            continue
+        where = Where(str(path), getattr(entry, "line", None), test=f"provider {entry.get('id')}")
+        declared = {k: _load_value(entry["config"][k], path.parent, where, problems)
+                    for k in TOOL_KEYS if entry["config"].get(k) is not None}
+        for name in (entry.get("id"), entry.get("label")):
+            if declared and isinstance(name, str):
+                found[name] = declared
+    return found
 
 
 def _raw_tests(value: Any, path: Path, problems: _Problems) -> tuple[list[dict], str]:

@@ -110,15 +110,15 @@ def test_three_sets_as_promptfoo_0_123_1_scores_them(tmp_path):
     assert r.test_results.select("status", "score").rows() == [("fail", pytest.approx(2 / 9))]
 
 
-def test_migration_adds_parent_index_to_an_older_database(tmp_path, monkeypatch):
+def test_migrations_add_columns_to_an_older_database(tmp_path, monkeypatch):
     import duckdb
 
     from checkllm_batch.store import schema
     con = duckdb.connect(str(tmp_path / "old.duckdb"))
     full = list(schema.MIGRATIONS)
-    monkeypatch.setattr(schema, "MIGRATIONS", full[:-1])
+    monkeypatch.setattr(schema, "MIGRATIONS", full[:2])  # a database from before parent_index
     schema.migrate(con)
     monkeypatch.setattr(schema, "MIGRATIONS", full)
-    schema.migrate(con)  # views that read assertion_results do not block the ALTER
+    schema.migrate(con)  # views that read assertion_results do not block the ALTERs
     columns = [c[0] for c in con.sql("DESCRIBE assertion_results").fetchall()]
-    assert columns[-1] == "parent_index"
+    assert columns[-2:] == ["parent_index", "named_scores"]

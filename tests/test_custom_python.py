@@ -192,3 +192,30 @@ def test_javascript_is_a_parse_error_pointing_to_python_and_expression(tmp_path)
     suite = {"tests": [{"assert": [{"type": "javascript", "value": "output.length > 3"}]}]}
     problems = parse_problems(tmp_path, suite)
     assert "javascript" in problems and "`python`" in problems and "`expression`" in problems
+
+
+def test_named_scores_of_a_grading_result_feed_named_metrics(tmp_path):
+    """promptfoo §10.2: each entry k of a script's `namedScores` adds score_k·w and w to
+    metric k (not to the assertion's own metric); across cases they are summed."""
+    import polars as pl
+
+    import checkllm_batch as cb
+
+    (tmp_path / "checks.py").write_text(
+        "def grade(output, context):\n"
+        "    n = len(output)\n"
+        "    return {'pass': n > 3, 'score': 1.0, 'reason': 'len',\n"
+        "            'namedScores': {'length': n / 10, 'own': 0.5, 'bad': 'x'}}\n",
+        encoding="utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("assert:\n"
+                     "  - type: python\n    value: file://checks.py:grade\n"
+                     "    metric: own\n    weight: 2\n", encoding="utf-8")
+    run = cb.evaluate(suite, pl.DataFrame({"output": ["abcd", "ab", "abcdef"]}))
+    metrics = {r["metric"]: r for r in run.named_metrics.to_dicts()}
+    assert metrics["length"]["sum"] == pytest.approx((0.4 + 0.2 + 0.6) * 2)
+    assert metrics["length"]["weight"] == pytest.approx(6) and metrics["length"]["count"] == 3
+    assert metrics["own"]["sum"] == pytest.approx(1.0 * 2 * 3)  # its own score, not 0.5
+    assert "bad" not in metrics
+    stored = run.assertion_results.sort("case_id")["named_scores"].to_list()
+    assert stored[1] == [{"metric": "length", "score": 0.2}, {"metric": "own", "score": 0.5}]

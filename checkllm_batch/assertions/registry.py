@@ -64,6 +64,7 @@ class Verdict:
     expect: pl.Expr | str  # completes "Expected output to ...", e.g. 'contain "Paris"'
     score: pl.Expr | None = None  # default: 1.0 when passed, else 0.0
     detail: pl.Expr | None = None  # why, e.g. "distance 7"; also the reason of an error
+    named: pl.Expr | None = None  # extra named scores (a GradingResult's), as NAMED_SCORES
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,9 @@ class AssertionType:
         """This type's kind for one assertion: some are judged only in some forms."""
         return Kind.JUDGE if self.judged is not None and self.judged(spec) else self.kind
 
+
+# named scores an assertion reports besides its own metric (promptfoo's `namedScores`)
+NAMED_SCORES = pl.List(pl.Struct({"metric": pl.String, "score": pl.Float64}))
 
 REGISTRY: dict[str, AssertionType] = {}
 ALIASES: dict[str, str] = {}  # other vocabularies' names -> our canonical name

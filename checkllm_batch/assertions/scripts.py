@@ -23,10 +23,10 @@ import orjson
 import polars as pl
 
 from . import caseframe
-from .registry import Ctx, Kind, Verdict, assertion
+from .registry import NAMED_SCORES, Ctx, Kind, Verdict, assertion
 
-RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String}
-Result = tuple[bool | None, float | None, str | None]
+RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String, "named": NAMED_SCORES}
+Result = tuple[bool | None, float | None, str | None, list[dict] | None]  # named: namedScores
 _FLOAT = re.compile(r"^\s*[+-]?(Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
 
 
@@ -93,54 +93,64 @@ def _from_file(ref: str) -> Script:
 def normalise(result: Any, threshold: float | None) -> Result:
     """promptfoo's script result normalisation (§5.17): (passed, score, reason)."""
     if isinstance(result, bool):
-        return result, float(result), None
+        return result, float(result), None, None
     if isinstance(result, str):
         text = result.strip()
         if text.lower() in ("true", "false"):
-            return text.lower() == "true", float(text.lower() == "true"), None
+            return text.lower() == "true", float(text.lower() == "true"), None, None
         if text.startswith("{"):
             try:
                 return _grading(orjson.loads(text), None)
             except orjson.JSONDecodeError as e:
-                return False, 0.0, f"invalid GradingResult JSON: {e}"
+                return False, 0.0, f"invalid GradingResult JSON: {e}", None
         m = _FLOAT.match(text)
         result = float(m.group(1).replace("Infinity", "inf")) if m else math.nan
     if isinstance(result, dict):
         return _grading(result, threshold)
     if isinstance(result, (int, float)) and not math.isnan(result):
         score = float(result)
-        return (score > 0 if threshold is None else score >= threshold), score, None
+        return (score > 0 if threshold is None else score >= threshold), score, None, None
     if isinstance(result, float):
-        return False, 0.0, "Python check returned a number that is NaN"
+        return False, 0.0, "Python check returned a number that is NaN", None
     return False, 0.0, ("Python check must return a bool, a number or a GradingResult dict, "
-                        f"got {type(result).__name__}")
+                        f"got {type(result).__name__}"), None
 
 
 def _grading(result: Any, threshold: float | None) -> Result:
     if not isinstance(result, dict):
-        return False, 0.0, "GradingResult must be a JSON object"
+        return False, 0.0, "GradingResult must be a JSON object", None
     passed = result.get("pass", result.get("pass_"))
     score = result.get("score")
     reason = result.get("reason")
     if passed is None and score is None:
-        return False, 0.0, "GradingResult has neither `pass` nor `score`"
+        return False, 0.0, "GradingResult has neither `pass` nor `score`", None
     if not isinstance(score, (int, float)) or isinstance(score, bool):
         score = 1.0 if passed else 0.0
     passed = bool(passed) if passed is not None else score > 0
+    named = _named_scores(result.get("namedScores"))
     if threshold is not None and score < threshold:
         return False, float(score), f"Python score {score:g} is less than threshold {threshold:g}" \
-            + (f": {reason}" if reason else "")
-    return passed, float(score), None if reason is None else str(reason)
+            + (f": {reason}" if reason else ""), named
+    return passed, float(score), None if reason is None else str(reason), named
+
+
+def _named_scores(value: Any) -> list[dict] | None:
+    """A GradingResult's `namedScores` ({metric: number}) as NAMED_SCORES entries; entries
+    that are not numbers are dropped."""
+    if not isinstance(value, dict):
+        return None
+    return [{"metric": str(k), "score": float(v)} for k, v in value.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)] or None
 
 
 def _call_rows(script: Script, threshold: float | None, config: Any, rows: list[dict]) -> dict:
-    out: dict[str, list] = {"ok": [], "score": [], "detail": []}
+    out: dict[str, list] = {"ok": [], "score": [], "detail": [], "named": []}
     for row in rows:  # row-wise: user Python code, once per distinct case
         try:
             value = caseframe.output_value(row.get("output"), row.get("output_kind"))
             result = normalise(script.fn(value, caseframe.context(row, config)), threshold)
         except Exception as e:  # noqa: BLE001  (user code: fail this row with the message)
-            result = (False, 0.0, f"Python code execution failed: {type(e).__name__}: {e}")
+            result = (False, 0.0, f"Python code execution failed: {type(e).__name__}: {e}", None)
         for name, v in zip(out, result):
             out[name].append(v)
     return out
@@ -156,7 +166,8 @@ def _call_batch(script: Script, threshold: float | None, rows: pl.Series) -> pl.
     except Exception as e:  # noqa: BLE001  (user code: fail every row of the batch)
         return pl.DataFrame({"ok": [False] * frame.height, "score": [0.0] * frame.height,
                              "detail": [f"{script.source} failed: {type(e).__name__}: {e}"]
-                             * frame.height}, schema=RESULT).to_struct()
+                             * frame.height, "named": [None] * frame.height},
+                            schema=RESULT).to_struct()
     return batch_result(series, threshold).to_struct()
 
 
@@ -166,19 +177,19 @@ def batch_result(series: pl.Series, threshold: float | None) -> pl.DataFrame:
     if series.dtype == pl.Boolean:
         frame = pl.DataFrame({"r": series}).select(
             ok=pl.col("r"), score=pl.col("r").cast(pl.Float64),
-            detail=pl.when(pl.col("r").is_null()).then(null))
+            detail=pl.when(pl.col("r").is_null()).then(null), named=pl.lit(None, NAMED_SCORES))
     elif series.dtype.is_numeric():
         r = pl.col("r").cast(pl.Float64)
         ok = r > 0 if threshold is None else r >= threshold
         frame = pl.DataFrame({"r": series}).select(
             ok=pl.when(r.is_nan()).then(False).otherwise(ok), score=r.fill_nan(0.0),
-            detail=pl.when(r.is_null()).then(null))
+            detail=pl.when(r.is_null()).then(null), named=pl.lit(None, NAMED_SCORES))
     else:  # dicts / strings: promptfoo's normalisation on each value
         values = [None if v is None else normalise(v, threshold) for v in series.to_list()]
-        frame = pl.DataFrame([v or (None, None, "the check returned null for this row")
+        frame = pl.DataFrame([v or (None, None, "the check returned null for this row", None)
                               for v in values], schema=RESULT, orient="row")
     return frame.select(pl.col("ok").cast(pl.Boolean), pl.col("score").cast(pl.Float64),
-                        pl.col("detail").cast(pl.String))
+                        pl.col("detail").cast(pl.String), pl.col("named").cast(NAMED_SCORES))
 
 
 @assertion("python", kind=Kind.DISTINCT, literal_value=True, needs_text=False,
@@ -196,4 +207,5 @@ def python(ctx: Ctx) -> Verdict:
 
     result = ctx.once(caseframe.all_columns().map_batches(run, return_dtype=pl.Struct(RESULT)))
     return Verdict(result.struct.field("ok"), f"pass the python check ({script.source})",
-                   score=result.struct.field("score"), detail=result.struct.field("detail"))
+                   score=result.struct.field("score"), detail=result.struct.field("detail"),
+                   named=result.struct.field("named"))

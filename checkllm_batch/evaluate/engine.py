@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ..assertions.graded import NO_JUDGE
-from ..assertions.registry import Ctx, Kind, Verdict
+from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
 from ..spec import template
 from .plan import Plan, Planned
 from .sets import combine_sets
@@ -42,10 +42,12 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
             parts.extend(_run(rows, [compile_assertion(p, p.spec.value, providers)]))
     if shared:  # one query: Polars runs the assertions' expressions in parallel
         parts.extend(_run(cases, shared))
-    results = pl.concat(parts) if parts else pl.DataFrame(schema=RESULT_SCHEMA)
+    # judge and error rows have no named scores: the diagonal concat gives them nulls
+    results = pl.concat([pl.DataFrame(schema={**RESULT_SCHEMA, "named_scores": NAMED_SCORES}),
+                         *parts], how="diagonal_relaxed")
     results = results.join(plan.slots, on=["test_index", "key"], how="inner")
     if plan.sets.height:
-        results = pl.concat([results, combine_sets(plan.sets, results)], how="vertical_relaxed")
+        results = pl.concat([results, combine_sets(plan.sets, results)], how="diagonal_relaxed")
     return results, combine_tests(plan, cases, results)
 
 
@@ -74,7 +76,8 @@ def _long(frame: pl.LazyFrame, key: int) -> pl.DataFrame:
     return frame.select(
         "case_id", pl.col("test_index").cast(pl.Int32), pl.lit(key, pl.Int32).alias("key"),
         pl.col("o").struct.field("status"), pl.col("o").struct.field("pass"),
-        pl.col("o").struct.field("score"), pl.col("o").struct.field("reason")).collect()
+        pl.col("o").struct.field("score"), pl.col("o").struct.field("reason"),
+        pl.col("o").struct.field("named_scores")).collect()
 
 
 def compile_assertion(p: Planned, value, providers: dict | None = None) -> Compiled:
@@ -97,6 +100,8 @@ def compile_assertion(p: Planned, value, providers: dict | None = None) -> Compi
         name + "detail": (verdict.detail if verdict.detail is not None
                           else pl.lit(None, pl.String)),
         name + "expect": expect.cast(pl.String),
+        name + "named": (verdict.named if verdict.named is not None
+                         else pl.lit(None, NAMED_SCORES)),
     }
     raw, detail = pl.col(name + "passed"), pl.col(name + "detail")
     passed = ~raw if spec.negate else raw
@@ -120,7 +125,8 @@ def compile_assertion(p: Planned, value, providers: dict | None = None) -> Compi
         status=status,
         **{"pass": pl.when(not_text).then(False).otherwise(passed)},
         score=pl.when(not_text).then(0.0).when(raw.is_null()).then(None).otherwise(score),
-        reason=reason)
+        reason=reason,
+        named_scores=pl.when(not_text | raw.is_null()).then(None).otherwise(pl.col(name + "named")))
     return Compiled(p.key, ctx.stash, raw_exprs, outcome)
 
 
@@ -138,7 +144,7 @@ def _per_distinct_value(p: Planned, rows: pl.DataFrame, providers: dict) -> pl.D
             parts.append(_error_rows(p, subset, f"value {value!r}: {e}"))
             continue
         parts.extend(_run(subset, [compiled]))
-    return pl.concat(parts) if parts else pl.DataFrame(schema=RESULT_SCHEMA)
+    return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame(schema=RESULT_SCHEMA)
 
 
 def _error_rows(p: Planned, rows: pl.DataFrame, reason: str) -> pl.DataFrame:

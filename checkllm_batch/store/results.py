@@ -22,7 +22,7 @@ REPEATED = {"type", "metric", "status", "provider", "prompt", "test_id", "descri
 CASE_COLUMNS = ["case_id", "test_id", "test_index", "description", "provider", "prompt", "vars",
                 "output", "output_kind", "latency_ms", "cost"]
 RESULT_COLUMNS = ["case_id", "assertion_index", "type", "metric", "weight", "metric_only",
-                  "status", "pass", "score", "reason", "parent_index"]
+                  "status", "pass", "score", "reason", "parent_index", "named_scores"]
 TEST_COLUMNS = ["case_id", "status", "pass", "score", "reason"]
 
 
@@ -101,8 +101,15 @@ def finish_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite) -> Non
         SELECT a.run_id, c.provider, c.prompt, a.metric,
                SUM(a.score * CASE WHEN a.metric_only THEN 1 ELSE a.weight END),
                SUM(CASE WHEN a.metric_only THEN 1 ELSE a.weight END), COUNT(*)
-        FROM assertion_results a JOIN cases c USING (run_id, case_id)
-        WHERE a.run_id = $run AND a.metric IS NOT NULL AND a.status IN ('pass', 'fail')
+        FROM (SELECT run_id, case_id, metric, score, weight, metric_only, status
+              FROM assertion_results WHERE run_id = $run
+              UNION ALL  -- each named score of a result (a GradingResult's namedScores)
+              SELECT run_id, case_id, n.metric, n.score, weight, metric_only, status
+              FROM (SELECT *, unnest(named_scores) AS n FROM assertion_results
+                    WHERE run_id = $run AND named_scores IS NOT NULL)
+              WHERE n.metric IS DISTINCT FROM metric) a
+        JOIN cases c USING (run_id, case_id)
+        WHERE a.metric IS NOT NULL AND a.status IN ('pass', 'fail')
         GROUP BY ALL""", {"run": run_id})
     if suite.derived_metrics:
         con.execute(f"INSERT INTO derived_metrics SELECT $run, * FROM ({derived_query(suite)})",

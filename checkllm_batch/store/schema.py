@@ -62,6 +62,11 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
         created_at TIMESTAMP DEFAULT current_timestamp, finished_at TIMESTAMP);
     CREATE TABLE judge_batch_requests (batch_id VARCHAR, request_hash VARCHAR, request JSON);
     """),
+    # scores an assertion reports under other metric names (a python GradingResult's
+    # namedScores): they feed named_metrics like assertions tagged with those metrics
+    ("0005_named_scores", """
+    ALTER TABLE assertion_results ADD COLUMN named_scores STRUCT(metric VARCHAR, score DOUBLE)[];
+    """),
 ]
 
 

@@ -94,9 +94,9 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
         suite = load_suite(suite)
     judge_config = judge_config or JudgeConfig.from_sources(suite.judge)
     plan = build_plan(suite)
-    if any(p.atype.pooled for p in plan.assertions):
-        pool.start()  # the workers start up while the first batch is read
     source, batches, total = _batches(suite, outputs, batch_rows)
+    if any(p.atype.pooled for p in plan.assertions) and (total or pool.POOL_MIN) >= pool.POOL_MIN:
+        pool.start()  # the workers start up while the first batch is read
     first = next(batches, None)
     if first is None:
         raise InputError(f"{source}: no rows")
@@ -174,7 +174,8 @@ def _batches(suite: Suite, outputs: Outputs, rows: int
         total = pq.ParquetFile(source).metadata.num_rows if source.endswith(".parquet") \
             and Path(source).exists() else None
         return source, read_ahead(read_batches(source, rows)), total
-    return suite.path, iter(inline_outputs(suite).to_batches(max_chunksize=rows)), None
+    table = inline_outputs(suite)
+    return suite.path, iter(table.to_batches(max_chunksize=rows)), table.num_rows
 
 
 def inline_outputs(suite: Suite) -> pa.Table:

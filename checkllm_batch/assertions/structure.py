@@ -334,6 +334,33 @@ def _STATEMENTS() -> tuple[type, ...]:  # noqa: N802
     return tuple(getattr(exp, n) for n in names if hasattr(exp, n))
 
 
+@lru_cache(maxsize=1)
+def _CLAUSES() -> tuple[frozenset, frozenset]:  # noqa: N802
+    from sqlglot.tokens import TokenType as T
+
+    after_comma = frozenset({T.FROM, T.WHERE, T.GROUP_BY, T.ORDER_BY, T.HAVING, T.LIMIT,
+                             T.R_PAREN, T.SEMICOLON, T.UNION, T.JOIN, T.ON, T.COMMA})
+    doubled = frozenset({T.SELECT, T.FROM, T.WHERE, T.GROUP_BY, T.ORDER_BY, T.HAVING, T.LIMIT,
+                         T.JOIN, T.ON, T.SET, T.VALUES, T.AND, T.OR})
+    return after_comma, doubled
+
+
+def _loose_tokens(tokens: list, dialect: str) -> bool:
+    """What sqlglot parses leniently but node-sql-parser (promptfoo's) rejects: a comma before
+    a clause or at the end (`SELECT a, FROM t`, `... FROM t,`), a clause keyword written twice
+    (`FROM FROM t`), and `==` outside SQLite."""
+    after_comma, doubled = _CLAUSES()
+    for token, following in zip(tokens, [*tokens[1:], None]):
+        kind = following.token_type if following is not None else None
+        if token.text == "," and (kind is None or kind in after_comma):
+            return True
+        if token.token_type in doubled and kind == token.token_type:
+            return True
+        if token.text == "==" and dialect != "sqlite":
+            return True
+    return False
+
+
 def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
     import sqlglot
     from sqlglot import exp
@@ -345,7 +372,11 @@ def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
             db == "MySQL" and re.search(r"(?i)\bgenerate_series\s*\(", sql)):
         return False, bad
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        reader = sqlglot.Dialect.get_or_raise(dialect)
+        tokens = reader.tokenize(sql)
+        if _loose_tokens(tokens, dialect):
+            return False, bad
+        statements = [s for s in reader.parser().parse(tokens, sql) if s is not None]
     except sqlglot.errors.SqlglotError:
         return False, bad
     if not statements or not all(isinstance(s, _STATEMENTS()) for s in statements):

@@ -23,6 +23,22 @@ SUITE_KEYS = {"description", "tests", "defaultTest", "derivedMetrics", "assert",
               "commandLineOptions", "writeLatestResults"}
 TEST_KEYS = {"id", "description", "vars", "assert", "threshold", "options", "metadata",
              "providerOutput", "output", "prompt", "provider", "providers", "prompts"}
+_CUSTOM = ("write the check as `python` (a Python expression or file://checks.py:fn) or "
+           "`expression` (a DuckDB SQL / Polars expression over the case's columns)")
+# promptfoo types that checkllm-batch cannot run, and why (SPEC §2): a clear parse-time error
+# instead of "unknown type"
+CANNOT_RUN = {
+    "javascript": _CUSTOM,
+    "ruby": _CUSTOM,
+    "classifier": "it needs a HuggingFace text-classification model; " + _CUSTOM,
+    "moderation": "it needs a provider's moderation API; " + _CUSTOM,
+    "guardrails": "it reads a provider's guardrail flags, which stored outputs do not carry",
+    "pi": "it needs the remote Pi Labs scorer; use llm-rubric or g-eval with a judge",
+    "search-rubric": "it needs a judge that searches the web; use llm-rubric",
+    "conversation-relevance": "not built yet; use llm-rubric over the conversation",
+    **{t: "outputs datasets carry no traces" for t in
+       ("trace-span-count", "trace-span-duration", "trace-error-spans")},
+}
 SCRIPT_TYPES = {"python"}  # `file://x.py:fn` values name code to run, not a file to load
 COMMON_FIELDS = {"type", "value", "threshold", "weight", "metric", "metricOnly", "provider",
                  "rubricPrompt", "config"}
@@ -170,10 +186,8 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
     if name.startswith("not-"):
         problems.add(where, f'"{kind}": double negation is not allowed')
         return None
-    if name == "javascript":
-        problems.add(where, '"javascript" cannot run here: write the check as `python` '
-                            "(a Python expression or file://checks.py:fn) or `expression` "
-                            "(a DuckDB SQL / Polars expression over the case's columns)")
+    if name in CANNOT_RUN:
+        problems.add(where, f'"{name}" cannot run here: {CANNOT_RUN[name]}')
         return None
     try:
         atype = lookup(name)

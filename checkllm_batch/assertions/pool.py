@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import types
 from collections.abc import Callable
@@ -29,6 +30,7 @@ SAMPLE = 500  # values timed in-process before deciding
 FAST = 2e-6  # CPU seconds per value under which sending values to a worker costs more
 CHUNK_SECONDS = 0.02  # aim for chunks of about this much work
 _POOL: ProcessPoolExecutor | None = None
+_STARTING = threading.Lock()
 
 
 def workers() -> int:
@@ -51,17 +53,18 @@ def start() -> ProcessPoolExecutor | None:
     script, which breaks scripts without an `if __name__` guard. Each submit spawns a worker
     and hands it `__main__` then, so hiding it around the submits is enough."""
     global _POOL
-    if _POOL is None and workers() > 1:
-        pool = ProcessPoolExecutor(workers() - 1, mp_context=get_context("spawn"))
-        main = sys.modules["__main__"]
-        sys.modules["__main__"] = types.ModuleType("__main__")
-        try:
-            for _ in range(workers() - 1):
-                pool.submit(_noop)
-        finally:
-            sys.modules["__main__"] = main
-        _POOL = pool
-    return _POOL
+    with _STARTING:  # two checks of one batch may run in two Polars threads
+        if _POOL is None and workers() > 1:
+            pool = ProcessPoolExecutor(workers() - 1, mp_context=get_context("spawn"))
+            main = sys.modules["__main__"]
+            sys.modules["__main__"] = types.ModuleType("__main__")
+            try:
+                for _ in range(workers() - 1):
+                    pool.submit(_noop)
+            finally:
+                sys.modules["__main__"] = main
+            _POOL = pool
+        return _POOL
 
 
 def _chunk(check: Callable[[Any, Any], Outcome], arg: Any, values: list) -> list[Outcome]:

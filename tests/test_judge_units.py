@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -335,3 +336,53 @@ def test_429s_get_more_patience_than_failures(tmp_path):
     assert result.assertion_results["status"].to_list() == ["error"]
     assert "after 4 attempts" in result.assertion_results["reason"][0]
     assert calls["n"] == -96
+
+
+def _relevance_judge(request):
+    """Verdict 'no' when the window's last answer mentions weather; summaries say so."""
+    text = request.messages[-1][1]
+    if text.startswith("Below is a list of irrelevancies"):
+        return '{"reason": "The score is low because of the weather talk."}'
+    last = text.split("Messages:\n")[-1].split("\n\nJSON:")[0]
+    last_answer = json.loads(last)[-1]["content"]
+    if "garble" in last_answer:
+        return "no json here"
+    if "weather" in last_answer:
+        return '{"verdict": "no", "reason": "talks about the weather"}'
+    return '{"verdict": "yes"}'
+
+
+CONVERSATION = [{"input": "Hi", "output": "Hello!"},
+                {"input": "Capital of France?", "output": "Paris."},
+                {"input": "And of Italy?", "output": "Nice weather today."},
+                {"input": "Italy?", "output": "Rome."}]
+
+
+@pytest.mark.parametrize("conversation,window,status,score,reason,calls", [
+    (CONVERSATION, None, "pass", 0.75, "because of the weather", 5),  # 4 windows + 1 summary
+    (CONVERSATION[:2], None, "pass", 1.0, "2 out of 2 conversation windows", 2),
+    (CONVERSATION[2:3], None, "fail", 0.0, "because of the weather", 2),
+    (CONVERSATION, 2, "pass", 0.75, "because of the weather", 5),
+    (None, None, "pass", 1.0, "1 out of 1", 1),  # no conversation: (prompt, output)
+    ([{"input": "x", "output": "garble"}], None, "error", None, "Error parsing output", 1),
+])
+def test_conversation_relevance(tmp_path, conversation, window, status, score, reason, calls):
+    import yaml
+
+    test = {"description": "t", "prompt": "What is the capital of France?",
+            "vars": {"_conversation": conversation} if conversation else {},
+            "assert": [{"type": "conversation-relevance",
+                        **({"config": {"windowSize": window}} if window else {})}]}
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({"judge": {"model": "gpt-4o-mini"}, "tests": [test]}))
+    j = ScriptedJudge(_relevance_judge)
+    got = api.evaluate(suite, pl.DataFrame({"test_id": ["t"], "output": ["Paris"]}),
+                       judge=j).assertion_results.to_dicts()[0]
+    assert got["status"] == status
+    assert score is None or got["score"] == pytest.approx(score)
+    assert reason in got["reason"]
+    assert len(j.sent) == calls
+    if window == 2:  # each window holds at most 2 turns (4 messages)
+        assert max(len(json.loads(r.messages[-1][1].split("Messages:\n")[-1]
+                                  .split("\n\nJSON:")[0])) for r in j.sent
+                   if "Messages:\n" in r.messages[-1][1]) == 4

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from . import prompts, replies
-from .graded import _messages, _needs, _text_value, graded
+from .graded import _messages, _needs, _text_value, _values, _with_vars, graded
 from .registry import Value
 
 if TYPE_CHECKING:
@@ -286,3 +286,112 @@ def similar_dot(g: Graded) -> pl.DataFrame:
 def similar_euclidean(g: Graded) -> pl.DataFrame:
     """Euclidean distance between the embeddings, at most the threshold."""
     return _similar(g, "euclidean")
+
+
+NOT_RELEVANT = "Response is not relevant to the conversation context"
+
+
+def _turns(item: dict[str, Any]) -> list[dict[str, Any]] | str:
+    """The conversation: `vars._conversation` ({input, output} turns) when it has any, else
+    the case's (prompt, output) as one turn; or why there is none."""
+    raw = item.get("conversation")
+    try:
+        turns = json.loads(raw) if isinstance(raw, str) and raw.strip() else raw
+    except ValueError:
+        return "vars._conversation is not JSON: a list of {input, output} turns"
+    if turns and isinstance(turns, list):
+        if not all(isinstance(t, dict) for t in turns):
+            return "vars._conversation must be a list of {input, output} turns"
+        return turns
+    if item.get("prompt") is None or item.get("output") is None:
+        return "needs the case's prompt and output (or vars._conversation)"
+    return [{"input": item["prompt"], "output": item["output"]}]
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+@graded("conversation-relevance", Value.NONE, threshold=0.5)
+def conversation_relevance(g: Graded) -> pl.DataFrame:
+    """Share of the conversation's windows (config.windowSize turns, 5) whose last answer the
+    judge finds relevant; a summary call explains the irrelevant ones."""
+    config = g.spec.args.get("config") or {}
+    size = int(config.get("windowSize") or 5)
+    custom = _messages(g, []) if g.rubric_prompt else None
+
+    def window_request(pair: dict[str, Any]):
+        window = pair["window"]
+        if custom:
+            return g.chat(prompts.render(custom, {**_values(dict(pair["item"])),
+                                                  "messages": window}))
+        roles = [{"role": r, "content": _as_text(t[k])} for t in window
+                 for r, k in (("user", "input"), ("assistant", "output"))]
+        return g.chat(prompts.render(prompts.CONVERSATION_VERDICT, {
+            "messages": json.dumps(roles, indent=2, ensure_ascii=False)}))
+
+    def verdict(text: str) -> tuple[bool, str | None]:
+        found = replies.first_json_object(text)
+        if found.get("verdict") not in ("yes", "no"):
+            raise replies.Unparsable("Conversation relevance grader returned an invalid verdict")
+        return found["verdict"] == "yes", found.get("reason")
+
+    def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
+        from ..judge.grading import failure
+
+        turns = [_turns(item) for item in items]
+        pairs = [{"item": item, "window": t[max(0, i - size + 1):i + 1]}
+                 for item, t in zip(items, turns) if not isinstance(t, str)
+                 for i in range(len(t))]
+        answers = iter(g.ask(pairs, window_request))
+        tallies: list[tuple[dict, int, int, list[str]] | str] = []
+        for item, t in zip(items, turns):
+            if isinstance(t, str):
+                tallies.append(t)
+                continue
+            relevant, why, irrelevant = 0, None, []
+            for reply in [next(answers) for _ in t]:
+                try:
+                    why = why or failure(reply)
+                    ok, reason = verdict(reply.text or "") if not why else (False, None)
+                except replies.Unparsable as e:
+                    why = why or f"Error parsing output: {e}"
+                    continue
+                relevant += ok
+                if not ok and reason and reason != NOT_RELEVANT:
+                    irrelevant.append(str(reason))
+            tallies.append(why or (item, relevant, len(t), irrelevant))
+
+        def summary(tally):
+            _, relevant, total, irrelevant = tally
+            return g.chat(prompts.render(prompts.CONVERSATION_REASON, {
+                "score": _js_number(relevant / total),
+                "irrelevancies": json.dumps(irrelevant, indent=2, ensure_ascii=False)}))
+        wanted = [t for t in tallies if not isinstance(t, str) and t[3] and t[1] < t[2]]
+        summaries = {id(t): r for t, r in zip(wanted, g.ask(
+            [{"item": t[0], "tally": t} for t in wanted], lambda p: summary(p["tally"])))}
+        out: list[replies.Outcome] = []
+        for tally in tallies:
+            if isinstance(tally, str):
+                out.append((None, None, tally))
+                continue
+            _, relevant, total, _ = tally
+            reason = f"{relevant} out of {total} conversation windows were relevant"
+            reply = summaries.get(id(tally))
+            if reply is not None and not failure(reply):
+                try:
+                    reason = replies.first_json_object(reply.text or "").get("reason") or reason
+                except replies.Unparsable:
+                    pass
+            score = relevant / total
+            out.append((score >= (g.threshold if g.threshold is not None else 0.5) - 1e-12,
+                        score, str(reason)))
+        return out
+
+    return g.each({"conversation": g.var("_conversation"), "prompt": pl.col("prompt"),
+                   "output": pl.col("output"), **_with_vars(g)}, grade)
+
+
+def _js_number(x: float) -> str:
+    """A number as JavaScript's String() writes it (1 -> "1", 0.5 -> "0.5")."""
+    return str(int(x)) if x == int(x) else repr(x)

@@ -148,6 +148,47 @@ SELECT_BEST: Messages = [
 ]
 
 
+# promptfoo's conversation-relevance (its DeepEval port): `{{ messages }}` and the reason
+# prompt's `{{ irrelevancies }}` are JSON, indented by 2 as promptfoo writes them
+CONVERSATION_VERDICT: Messages = [
+    ("user", "Based on the given list of message exchanges between a user and an LLM, generate "
+     "a JSON object to indicate whether the LAST `assistant` message is relevant to context in "
+     "messages. The JSON will have 2 fields: 'verdict' and 'reason'.\nThe 'verdict' key should "
+     "STRICTLY be either 'yes' or 'no', which states whether the last `assistant` message is "
+     "relevant according to the context in messages \nProvide a 'reason' ONLY if the answer is "
+     "'no'. \nYou MUST USE the previous messages (if any) provided in the list of messages to "
+     "make an informed judgement on relevancy.\n\n**\nIMPORTANT: Please make sure to only "
+     "return in JSON format.\nExample Messages:\n[\n    {\n        \"role\": \"user\",\n"
+     "        \"content\": \"Hi! I have something I want to tell you\"\n    },\n    {\n"
+     "        \"role\": \"assistant\",\n        \"content\": \"Sure, what is it?\"\n    },\n"
+     "    {\n        \"role\": \"user\",\n        \"content\": \"I've a sore throat, what "
+     "meds should I take?\"\n    },\n    {\n        \"role\": \"assistant\",\n"
+     "        \"content\": \"Not sure, but isn't it a nice day today?\"\n    }\n]\n\n"
+     "Example JSON:\n{\n    \"verdict\": \"no\",\n    \"reason\": \"The LLM responded "
+     "'isn't it a nice day today' to a message that asked about how to treat a sore throat, "
+     "which is completely irrelevant.\"\n}\n===== END OF EXAMPLE ======\nYou MUST ONLY "
+     "provide a verdict for the LAST message on the list but MUST USE context from the "
+     "previous messages.\nYou DON'T have to provide a reason if the answer is 'yes'.\nONLY "
+     "provide a 'no' answer if the LLM response is COMPLETELY irrelevant to the message "
+     "input.\nVague LLM responses to vague inputs, such as greetings DOES NOT count as "
+     "irrelevancies!\n**\n\nMessages:\n{{ messages }}\n\nJSON:"),
+]
+CONVERSATION_REASON: Messages = [
+    ("user", "Below is a list of irrelevancies drawn from some messages in a conversation, "
+     "which you have minimal knowledge of. It is a list of strings explaining why the "
+     "'assistant' messages are irrelevant to the 'user' messages.\nGiven the relevancy score, "
+     "which is a 0-1 score indicating how irrelevant the OVERALL AI messages are in a "
+     "conversation (higher the better), CONCISELY summarize the irrelevancies to justify the "
+     "score. \n\n** \nIMPORTANT: Please make sure to only return in JSON format, with the "
+     "'reason' key providing the reason.\nExample JSON:\n{\n    \"reason\": \"The score is "
+     "<relevancy_score> because <your_reason>.\"\n}\n\nAlways quote WHICH MESSAGE and the "
+     "INFORMATION in the reason in your final reason.\nBe sure in your reason, as if you know "
+     "what the `assistant` messages from messages in a conversation is from the "
+     "irrelevancies.\n**\n\nRelevancy Score:\n{{ score }}\n\nIrrelevancies:\n"
+     "{{ irrelevancies }}\n\nJSON:"),
+]
+
+
 def to_exprs(messages: Messages, columns: set[str]) -> list[pl.Expr] | None:
     """Each message rendered as a Polars expression over input columns (concat_str), or
     None when the template names something that is not a column (then render per item)."""

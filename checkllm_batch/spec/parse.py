@@ -35,7 +35,6 @@ CANNOT_RUN = {
     "guardrails": "it reads a provider's guardrail flags, which stored outputs do not carry",
     "pi": "it needs the remote Pi Labs scorer; use llm-rubric or g-eval with a judge",
     "search-rubric": "it needs a judge that searches the web; use llm-rubric",
-    "conversation-relevance": "not built yet; use llm-rubric over the conversation",
     **{t: "outputs datasets carry no traces" for t in
        ("trace-span-count", "trace-span-duration", "trace-error-spans")},
 }

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from checkllm_batch.assertions import meteor, structure, tools
+from checkllm_batch.assertions import markup, meteor, sql, tools
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
@@ -87,13 +87,13 @@ TYPES = [  # (assertion, outputs kind, parser loop or None)
     ({"type": "meteor", "value": REF}, "text", None),
     ({"type": "tool-call-f1", "value": ["get_weather"]}, "tools", None),
     ({"type": "is-xml", "value": "analysis.summary"}, "xml",
-     lambda v: structure.xml_check(v, ("analysis.summary",))),
-    ({"type": "contains-xml"}, "xml", lambda v: structure.contains_xml_check(v, ())),
-    ({"type": "is-html"}, "html", lambda v: structure.html_check(v)),
+     lambda v: markup.xml_check(v, ("analysis.summary",))),
+    ({"type": "contains-xml"}, "xml", lambda v: markup.contains_xml_check(v, ())),
+    ({"type": "is-html"}, "html", lambda v: markup.html_check(v)),
     ({"type": "is-sql"}, "sql",
-     lambda v: structure.sql_check(v, structure._sql_options(None, None))),
+     lambda v: sql.sql_check(v, sql._sql_options(None, None))),
     ({"type": "contains-sql"}, "sql",
-     lambda v: structure.contains_sql_check(v, structure._sql_options(None, None))),
+     lambda v: sql.contains_sql_check(v, sql._sql_options(None, None))),
     ({"type": "is-valid-openai-tools-call", "config": {"tools": [WEATHER]}}, "tools",
      lambda v: tools.tools_call_check({"calls": v, "tools": json.dumps([WEATHER])})),
 ]

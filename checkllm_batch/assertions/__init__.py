@@ -1,12 +1,13 @@
 """Assertion types. Importing this package registers every type in `registry.REGISTRY`."""
 
-from . import (  # noqa: F401  (registration)  # noqa: F401  # noqa: F401  (registration)
+from . import (  # noqa: F401  (registration)
     distance,
     expression,
     graded,
     graded_across,
     graded_rag,
     jsonchecks,
+    markup,
     metadata,
     meteor,
     overlap,
@@ -14,7 +15,7 @@ from . import (  # noqa: F401  (registration)  # noqa: F401  # noqa: F401  (regi
     provider,
     scripts,
     sets,
-    structure,
+    sql,
     text,
     toolcalls,
     tools,

@@ -1,7 +1,8 @@
-"""Structure checks that need a parser: XML (lxml), HTML (html.parser), SQL (sqlglot).
+"""Markup checks that need a parser: XML (lxml) and HTML (lexbor, an HTML5 parser).
 
-Each runs once per distinct output of a batch (pool.over_distinct_pool), on every core when
-a batch holds many distinct outputs.
+is-xml, contains-xml and is-html run once per distinct output of a batch, on every core when
+a batch holds many distinct outputs (pool.pooled_verdict); contains-html is a vectorised
+count of promptfoo's HTML indicators.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from .htmlnames import HTML_ELEMENTS
-from .pool import over_distinct_pool
+from .pool import pooled_verdict
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
 # --- XML ------------------------------------------------------------------------------------
@@ -184,25 +185,18 @@ def contains_xml_check(text: str | None, required: tuple[str, ...]
     return False, "No valid XML content found matching the requirements"
 
 
-def _structure_verdict(ctx: Ctx, check, expect: str, default: Any = None) -> Verdict:
-    arg = ctx.prepared if ctx.literal is not None else default
-    result = ctx.once(over_distinct_pool(ctx.output, check, arg))
-    return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
-
-
 @assertion("is-xml", kind=Kind.DISTINCT, pooled=True,
            value=Value.OPTIONAL, literal_value=True, prepare=_required)
 def is_xml(ctx: Ctx) -> Verdict:
     """The whole output is well-formed XML holding the required element paths, if any."""
-    return _structure_verdict(ctx, xml_check, "be valid XML", ())
+    return pooled_verdict(ctx, xml_check, "be valid XML", ())
 
 
 @assertion("contains-xml", kind=Kind.DISTINCT, pooled=True,
            value=Value.OPTIONAL, literal_value=True, prepare=_required)
 def contains_xml(ctx: Ctx) -> Verdict:
     """Some balanced XML region of the output parses and holds the required element paths."""
-    return _structure_verdict(ctx, contains_xml_check, "contain valid XML", ())
-
+    return pooled_verdict(ctx, contains_xml_check, "contain valid XML", ())
 
 # --- HTML -----------------------------------------------------------------------------------
 
@@ -243,7 +237,7 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
 @assertion("is-html", kind=Kind.DISTINCT, pooled=True, value=Value.NONE)
 def is_html(ctx: Ctx) -> Verdict:
     """The output is an HTML document or fragment: recognised elements, no bare text outside."""
-    return _structure_verdict(ctx, html_check, "be valid HTML")
+    return pooled_verdict(ctx, html_check, "be valid HTML")
 
 
 _INDICATORS = [
@@ -268,188 +262,3 @@ def contains_html(ctx: Ctx) -> Verdict:
                                        for p, w in _INDICATORS))
     found = (points >= 2) & (out.str.len_chars() <= MAX_HTML)
     return Verdict(found, "contain HTML", detail=pl.format("{} HTML indicators", points))
-
-
-# --- SQL ------------------------------------------------------------------------------------
-
-DIALECTS = {"athena": "athena", "bigquery": "bigquery", "db2": "postgres", "flinksql": "spark",
-            "hive": "hive", "mariadb": "mysql", "mysql": "mysql", "noql": "mysql",
-            "postgresql": "postgres", "redshift": "redshift", "snowflake": "snowflake",
-            "sqlite": "sqlite", "transactsql": "tsql"}
-
-
-def _sql_options(value: Any, spec: Any) -> tuple[str, str, tuple[str, ...] | None,
-                                                 tuple[str, ...] | None]:
-    if value is None:
-        value = {}
-    if not isinstance(value, dict):
-        raise ValueError("value must be a mapping {databaseType, allowedTables, allowedColumns}")
-    db = str(value.get("databaseType") or "MySQL")
-    if db.lower() not in DIALECTS:
-        raise ValueError(f"unknown databaseType {db!r}; one of: "
-                         + ", ".join(sorted({"MySQL", "PostgresQL", "Sqlite", "BigQuery",
-                                             "Snowflake", "TransactSQL", "Hive", "Redshift",
-                                             "MariaDB", "Athena", "DB2", "FlinkSQL", "Noql"})))
-    lists = []
-    for key in ("allowedTables", "allowedColumns"):
-        items = value.get(key)
-        if items is not None and not (isinstance(items, list)
-                                      and all(isinstance(i, str) for i in items)):
-            raise ValueError(f"{key} must be a list of strings like 'select::null::users'")
-        lists.append(tuple(items) if items is not None else None)
-    return db, DIALECTS[db.lower()], lists[0], lists[1]
-
-
-_MISSING_COMMA = re.compile(
-    r"(?i)\bselect\s+(?!distinct\b|all\b|top\b)[A-Za-z_]\w*\s+(?!as\b|from\b)[A-Za-z_]\w*\s+from\b")
-
-
-def _statement_kind(stmt) -> str:
-    from sqlglot import exp
-
-    for kind, cls in (("select", exp.Select), ("insert", exp.Insert), ("update", exp.Update),
-                      ("delete", exp.Delete)):
-        if isinstance(stmt, cls):
-            return kind
-    return "select" if isinstance(stmt, (exp.Union, exp.Query)) else type(stmt).__name__.lower()
-
-
-def _allowed(entry_parts: tuple[str, str, str], rules: tuple[str, ...]) -> bool:
-    for rule in rules:
-        parts = rule.split("::")
-        if len(parts) != 3:
-            continue
-        if all(re.fullmatch(p, v or "null", re.I) for p, v in zip(parts, entry_parts)):
-            return True
-    return False
-
-
-@lru_cache(maxsize=1)
-def _STATEMENTS() -> tuple[type, ...]:  # noqa: N802
-    from sqlglot import exp
-
-    names = ("Query", "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter",
-             "TruncateTable", "Use", "Set", "Transaction", "Commit", "Rollback", "Describe",
-             "Show", "Grant", "Analyze", "Copy", "Pragma")
-    return tuple(getattr(exp, n) for n in names if hasattr(exp, n))
-
-
-@lru_cache(maxsize=1)
-def _CLAUSES() -> tuple[frozenset, frozenset]:  # noqa: N802
-    from sqlglot.tokens import TokenType as T
-
-    after_comma = frozenset({T.FROM, T.WHERE, T.GROUP_BY, T.ORDER_BY, T.HAVING, T.LIMIT,
-                             T.R_PAREN, T.SEMICOLON, T.UNION, T.JOIN, T.ON, T.COMMA})
-    doubled = frozenset({T.SELECT, T.FROM, T.WHERE, T.GROUP_BY, T.ORDER_BY, T.HAVING, T.LIMIT,
-                         T.JOIN, T.ON, T.SET, T.VALUES, T.AND, T.OR})
-    return after_comma, doubled
-
-
-def _loose_tokens(tokens: list, dialect: str) -> bool:
-    """What sqlglot parses leniently but node-sql-parser (promptfoo's) rejects: a comma before
-    a clause or at the end (`SELECT a, FROM t`, `... FROM t,`), a clause keyword written twice
-    (`FROM FROM t`), and `==` outside SQLite."""
-    after_comma, doubled = _CLAUSES()
-    for token, following in zip(tokens, [*tokens[1:], None]):
-        kind = following.token_type if following is not None else None
-        if token.text == "," and (kind is None or kind in after_comma):
-            return True
-        if token.token_type in doubled and kind == token.token_type:
-            return True
-        if token.text == "==" and dialect != "sqlite":
-            return True
-    return False
-
-
-def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
-    import sqlglot
-    from sqlglot import exp
-
-    db, dialect, tables, columns = options
-    sql = (text or "").strip()
-    bad = f"SQL statement does not conform to the provided {db} database syntax."
-    if not sql or sql.count("`") % 2 or _MISSING_COMMA.search(sql) or (
-            db == "MySQL" and re.search(r"(?i)\bgenerate_series\s*\(", sql)):
-        return False, bad
-    try:
-        reader = sqlglot.Dialect.get_or_raise(dialect)
-        tokens = reader.tokenize(sql)
-        if _loose_tokens(tokens, dialect):
-            return False, bad
-        statements = [s for s in reader.parser().parse(tokens, sql) if s is not None]
-    except sqlglot.errors.SqlglotError:
-        return False, bad
-    if not statements or not all(isinstance(s, _STATEMENTS()) for s in statements):
-        return False, bad
-    if columns is not None:  # "t::table::col" also allows "t::null::col"
-        columns_allowed = tuple({*columns, *(f"{a}::null::{c}" for a, _, c in
-                                             (r.split("::") for r in columns if r.count("::") == 2))})
-    problems = []
-    for stmt in statements:
-        kind = _statement_kind(stmt)
-        if tables is not None:
-            found = [(kind, t.db or None, t.name) for t in stmt.find_all(exp.Table)]
-            problems += _unauthorized("table(s)", found, tables, tables)
-        if columns is not None:
-            found = [(kind, c.table or None, c.name) for c in stmt.find_all(exp.Column)]
-            problems += _unauthorized("column(s)", found, columns_allowed, columns)
-    return (False, " ".join(problems)) if problems else (True, None)
-
-
-def _unauthorized(what: str, found: list[tuple], allowed: tuple, listed) -> list[str]:
-    """promptfoo's message for the references in `found` that `allowed` does not permit."""
-    denied = [f"{k}::{scope or 'null'}::{n}" for k, scope, n in found
-              if not _allowed((k, scope, n), allowed)]
-    if not denied:
-        return []
-    return [f"SQL references unauthorized {what}. Found: [{', '.join(denied)}]. "
-            f"Allowed: [{', '.join(listed)}]."]
-
-
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-
-
-def sql_blocks(text: str) -> list[str]:
-    """Bodies of fenced code blocks tagged `sql` or untagged (promptfoo [N])."""
-    blocks, active = [], None
-    for line in re.split(r"\r\n?|\n", text):
-        m = _FENCE.match(line)
-        if active is None:
-            if m:
-                lang = m.group(2).strip().lower()
-                active = (m.group(1)[0], len(m.group(1)), lang in ("", "sql"), [])
-            continue
-        if m and not m.group(2).strip() and m.group(1)[0] == active[0] and len(m.group(1)) >= active[1]:
-            if active[2]:
-                blocks.append("\n".join(active[3]).strip())
-            active = None
-        else:
-            active[3].append(line)
-    return blocks
-
-
-def contains_sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
-    reason = "Output does not contain valid SQL"
-    for candidate in sql_blocks(text or "") or [text or ""]:
-        if not candidate.strip():
-            continue
-        ok, why = sql_check(candidate, options)
-        if ok:
-            return True, None
-        reason = why or reason
-    return False, reason
-
-
-@assertion("is-sql", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, literal_value=True, prepare=_sql_options)
-def is_sql(ctx: Ctx) -> Verdict:
-    """The whole output parses as SQL of `databaseType` (sqlglot), within the allow-lists."""
-    return _structure_verdict(ctx, sql_check, "be valid SQL", _sql_options(None, None))
-
-
-@assertion("contains-sql", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, literal_value=True, prepare=_sql_options)
-def contains_sql(ctx: Ctx) -> Verdict:
-    """A ```sql fenced block (or the whole output) is valid SQL, within the allow-lists."""
-    return _structure_verdict(ctx, contains_sql_check, "contain valid SQL",
-                              _sql_options(None, None))

@@ -95,7 +95,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     judge_config = judge_config or JudgeConfig.from_sources(suite.judge)
     plan = build_plan(suite)
     source, batches, total = _batches(suite, outputs, batch_rows)
-    if any(p.atype.pooled for p in plan.assertions) and (total or pool.POOL_MIN) >= pool.POOL_MIN:
+    large = total is None or total >= pool.POOL_MIN  # a file of unknown length may be
+    if large and any(p.atype.pooled for p in plan.assertions):
         pool.start()  # the workers start up while the first batch is read
     first = next(batches, None)
     if first is None:

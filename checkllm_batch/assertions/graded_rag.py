@@ -13,6 +13,7 @@ import polars as pl
 from . import prompts, replies
 from .graded import _messages, _needs, _text_value, _values, _with_vars, graded
 from .registry import Value
+from .text import js_string
 
 if TYPE_CHECKING:
     from ..judge.grading import Graded
@@ -330,68 +331,62 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
         return g.chat(prompts.render(prompts.CONVERSATION_VERDICT, {
             "messages": json.dumps(roles, indent=2, ensure_ascii=False)}))
 
-    def verdict(text: str) -> tuple[bool, str | None]:
-        found = replies.first_json_object(text)
-        if found.get("verdict") not in ("yes", "no"):
-            raise replies.Unparsable("Conversation relevance grader returned an invalid verdict")
-        return found["verdict"] == "yes", found.get("reason")
+    def tally(answers: list) -> tuple[int, list[str]] | str:
+        """(relevant windows, the judge's reasons for the others), or why there is none."""
+        from ..judge.grading import failure
+
+        relevant, irrelevant = 0, []
+        for reply in answers:
+            why = failure(reply)
+            if why:
+                return why
+            try:
+                found = replies.first_json_object(reply.text or "")
+                if found.get("verdict") not in ("yes", "no"):
+                    raise replies.Unparsable(
+                        "Conversation relevance grader returned an invalid verdict")
+            except replies.Unparsable as e:
+                return f"Error parsing output: {e}"
+            relevant += found["verdict"] == "yes"
+            reason = found.get("reason")
+            if found["verdict"] == "no" and reason and reason != NOT_RELEVANT:
+                irrelevant.append(str(reason))
+        return relevant, irrelevant
+
+    def summary(pair: dict[str, Any]):
+        return g.chat(prompts.render(prompts.CONVERSATION_REASON, {
+            "score": js_string(pair["score"]),
+            "irrelevancies": json.dumps(pair["irrelevant"], indent=2, ensure_ascii=False)}))
 
     def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
         from ..judge.grading import failure
 
         turns = [_turns(item) for item in items]
-        pairs = [{"item": item, "window": t[max(0, i - size + 1):i + 1]}
-                 for item, t in zip(items, turns) if not isinstance(t, str)
-                 for i in range(len(t))]
-        answers = iter(g.ask(pairs, window_request))
-        tallies: list[tuple[dict, int, int, list[str]] | str] = []
-        for item, t in zip(items, turns):
-            if isinstance(t, str):
-                tallies.append(t)
-                continue
-            relevant, why, irrelevant = 0, None, []
-            for reply in [next(answers) for _ in t]:
-                try:
-                    why = why or failure(reply)
-                    ok, reason = verdict(reply.text or "") if not why else (False, None)
-                except replies.Unparsable as e:
-                    why = why or f"Error parsing output: {e}"
-                    continue
-                relevant += ok
-                if not ok and reason and reason != NOT_RELEVANT:
-                    irrelevant.append(str(reason))
-            tallies.append(why or (item, relevant, len(t), irrelevant))
-
-        def summary(tally):
-            _, relevant, total, irrelevant = tally
-            return g.chat(prompts.render(prompts.CONVERSATION_REASON, {
-                "score": _js_number(relevant / total),
-                "irrelevancies": json.dumps(irrelevant, indent=2, ensure_ascii=False)}))
-        wanted = [t for t in tallies if not isinstance(t, str) and t[3] and t[1] < t[2]]
-        summaries = {id(t): r for t, r in zip(wanted, g.ask(
-            [{"item": t[0], "tally": t} for t in wanted], lambda p: summary(p["tally"])))}
+        windows = [{"item": item, "window": t[max(0, i - size + 1):i + 1]}
+                   for item, t in zip(items, turns) if not isinstance(t, str)
+                   for i in range(len(t))]
+        answers = iter(g.ask(windows, window_request))
+        counted = [t if isinstance(t, str) else tally([next(answers) for _ in t]) for t in turns]
+        scored = [{"item": item, "score": c[0] / len(t), "irrelevant": c[1]}
+                  for item, t, c in zip(items, turns, counted) if not isinstance(c, str)]
+        explain = [p for p in scored if p["irrelevant"] and p["score"] < 1]
+        summaries = {id(p["item"]): r for p, r in zip(explain, g.ask(explain, summary))}
         out: list[replies.Outcome] = []
-        for tally in tallies:
-            if isinstance(tally, str):
-                out.append((None, None, tally))
+        for item, t, c in zip(items, turns, counted):
+            if isinstance(c, str):
+                out.append((None, None, c))
                 continue
-            _, relevant, total, _ = tally
-            reason = f"{relevant} out of {total} conversation windows were relevant"
-            reply = summaries.get(id(tally))
+            reason = f"{c[0]} out of {len(t)} conversation windows were relevant"
+            reply = summaries.get(id(item))
             if reply is not None and not failure(reply):
                 try:
                     reason = replies.first_json_object(reply.text or "").get("reason") or reason
                 except replies.Unparsable:
                     pass
-            score = relevant / total
-            out.append((score >= (g.threshold if g.threshold is not None else 0.5) - 1e-12,
-                        score, str(reason)))
+            score = c[0] / len(t)
+            out.append((score >= g.threshold - 1e-12, score, str(reason)))
         return out
 
     return g.each({"conversation": g.var("_conversation"), "prompt": pl.col("prompt"),
                    "output": pl.col("output"), **_with_vars(g)}, grade)
 
-
-def _js_number(x: float) -> str:
-    """A number as JavaScript's String() writes it (1 -> "1", 0.5 -> "0.5")."""
-    return str(int(x)) if x == int(x) else repr(x)

@@ -16,6 +16,7 @@ import polars as pl
 from .htmlnames import HTML_ELEMENTS
 from .pool import pooled_verdict
 from .registry import Ctx, Kind, Value, Verdict, assertion
+from .words import JS_CHARS
 
 # --- XML ------------------------------------------------------------------------------------
 
@@ -198,13 +199,12 @@ def contains_xml(ctx: Ctx) -> Verdict:
     """Some balanced XML region of the output parses and holds the required element paths."""
     return pooled_verdict(ctx, contains_xml_check, "contain valid XML", ())
 
+
 # --- HTML -----------------------------------------------------------------------------------
 
 MAX_HTML = 10 * 1024 * 1024  # promptfoo's input size limit for HTML checks
 _WRAPPERS = ("html", "head", "body")
 _LITERAL = {t: re.compile(f"<{t}(?=[\\s>/])") for t in _WRAPPERS}
-_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007" \
-    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 
 def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None]:
@@ -213,7 +213,7 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
     html/head/body counts only when the output writes that tag)."""
     from selectolax.lexbor import LexborHTMLParser
 
-    trimmed = (text or "").strip(_JS_SPACE)
+    trimmed = (text or "").strip(JS_CHARS)
     if not trimmed:
         return False, "Output is empty"
     if len(trimmed) > MAX_HTML:
@@ -225,7 +225,7 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
     written = {t for t in _WRAPPERS if _LITERAL[t].search(lower)}
     body = tree.body
     if body is not None and "body" not in written and any(
-            n.tag == "-text" and (n.text_content or "").strip(_JS_SPACE)
+            n.tag == "-text" and (n.text_content or "").strip(JS_CHARS)
             for n in body.iter(include_text=True)):
         return False, "Output must be wrapped in HTML tags"
     if not any(t in written if t in _WRAPPERS else (t in HTML_ELEMENTS or "-" in t)

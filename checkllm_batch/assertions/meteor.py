@@ -19,6 +19,7 @@ import polars as pl
 
 from .overlap import _references
 from .registry import Ctx, Verdict, assertion
+from .words import JS_SPACE
 
 WORDNET_DIRS = ("/usr/share/wordnet", "/usr/local/share/wordnet", "/usr/share/wordnet/dict")
 POS = ("noun", "verb", "adj", "adv")
@@ -152,8 +153,7 @@ def single_meteor(candidate: str, reference: str, alpha: float, beta: float, gam
 
 # --- the vectorised path: alignment stages as joins over flat token frames ------------------
 
-JS_SPACE_RUN = r"[\t\n\x0B\f\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}" \
-               r"\x{205f}\x{3000}\x{feff}]+"
+JS_SPACE_RUN = f"[{JS_SPACE}]+"
 KEY = ["id", "ref"]
 
 

@@ -73,6 +73,10 @@ def _validate_args(name: str, arguments: str, schema: dict | None) -> str | None
         args = orjson.loads(arguments)
     except orjson.JSONDecodeError as e:
         return f'Call to "{name}": arguments are not JSON: {e}'
+    return _schema_problem(name, args, schema)
+
+
+def _schema_problem(name: str, args: Any, schema: dict | None) -> str | None:
     if schema is None:
         return None
     try:
@@ -186,7 +190,7 @@ def _google_calls_check(output: Any, tools: list) -> tuple[bool | None, str | No
             return False, f'Called "{name}", but there is no function with that name'
         schema = by_name[name].get("parameters")
         if args and schema:
-            problem = _validate_args(name, orjson.dumps(args), _lower_types(schema))
+            problem = _schema_problem(name, args, _lower_types(schema))
             if problem:
                 return False, problem
         elif args or schema:

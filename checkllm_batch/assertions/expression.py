@@ -69,7 +69,7 @@ def _run(engine: str, expression: str, rows: pl.Series) -> pl.Series:
         error=pl.when(pl.col("r").is_null()).then(pl.lit("expression returned NULL"))).to_struct()
 
 
-@assertion("expression", fields=("engine",), literal_value=True, prepare=check_expression,
+@assertion("expression", fields=("engine",), prepare=check_expression,
            needs_text=False)
 def expression(ctx: Ctx) -> Verdict:
     """A DuckDB SQL (or Polars SQL) expression over the case's columns, run per batch."""

@@ -14,7 +14,7 @@ import orjson
 import polars as pl
 import yaml
 
-from .distinct import Outcome, over_distinct
+from .distinct import Outcome
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
 Validator = Callable[[Any], str | None]  # None when the instance conforms, else the error
@@ -41,54 +41,52 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
     return check
 
 
-@assertion("is-json", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True, json_ok=True,
-           prepare=compile_schema)
+def _parsed(text: str | None, validate: Validator | None) -> Outcome:
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        return False, f"invalid JSON: {e}"
+    problem = validate(parsed) if validate else None
+    return problem is None, problem
+
+
+def _contained(text: str | None, validate: Validator | None) -> Outcome:
+    found = extract_json_objects(text or "")
+    if not found:
+        return False, "no JSON object found"
+    if validate is None:
+        return True, None
+    problems = [validate(obj) for obj in found]
+    if None in problems:
+        return True, None
+    return False, problems[0]
+
+
+def _json_verdict(ctx: Ctx, check, what: str, candidate: pl.Expr, otherwise: str) -> Verdict:
+    """`check` over the distinct candidate outputs; the rest fail vectorised with `otherwise`."""
+    verdict = ctx.checked(check, lambda validate: what + (" matching the schema" if validate
+                                                          else ""), where=candidate)
+    return Verdict(pl.when(candidate).then(verdict.passed).otherwise(False), verdict.expect,
+                   detail=pl.when(candidate).then(verdict.detail).otherwise(pl.lit(otherwise)))
+
+
+JSON_CHECK = {"kind": Kind.DISTINCT, "value": Value.OPTIONAL, "json_ok": True,
+              "prepare": compile_schema}
+
+
+@assertion("is-json", **JSON_CHECK)
 def is_json(ctx: Ctx) -> Verdict:
     """The whole output is valid JSON (strict), conforming to the schema if one is given."""
-    validate: Validator | None = ctx.prepared
-
-    def check(text: str | None) -> Outcome:
-        try:
-            parsed = orjson.loads(text)
-        except orjson.JSONDecodeError as e:
-            return False, f"invalid JSON: {e}"
-        problem = validate(parsed) if validate else None
-        return problem is None, problem
-
-    # Only outputs that start like a JSON value reach the parser; the rest fail vectorised.
-    candidate = ctx.output.str.contains(r"^[ \t\n\r]*[\[{\"\-0-9tfn]")
-    result = ctx.once(over_distinct(pl.when(candidate).then(ctx.output), check))
-    expect = "be valid JSON" + (" matching the schema" if validate else "")
-    return Verdict(pl.when(candidate).then(result.struct.field("ok")).otherwise(False), expect,
-                   detail=pl.when(candidate).then(result.struct.field("detail"))
-                   .otherwise(pl.lit("invalid JSON: does not start like a JSON value")))
+    return _json_verdict(ctx, _parsed, "be valid JSON",
+                         ctx.output.str.contains(r"^[ \t\n\r]*[\[{\"\-0-9tfn]"),
+                         "invalid JSON: does not start like a JSON value")
 
 
-@assertion("contains-json", kind=Kind.DISTINCT, value=Value.OPTIONAL, literal_value=True,
-           json_ok=True,
-           prepare=compile_schema)
+@assertion("contains-json", **JSON_CHECK)
 def contains_json(ctx: Ctx) -> Verdict:
     """The output contains a JSON object, conforming to the schema if one is given."""
-    validate: Validator | None = ctx.prepared
-
-    def check(text: str | None) -> Outcome:
-        found = extract_json_objects(text or "")
-        if not found:
-            return False, "no JSON object found"
-        if validate is None:
-            return True, None
-        problems = [validate(obj) for obj in found]
-        if None in problems:
-            return True, None
-        return False, problems[0]
-
-    # Only outputs holding a "{" reach the extractor; the rest fail vectorised.
-    candidate = ctx.output.str.contains("{", literal=True)
-    result = ctx.once(over_distinct(pl.when(candidate).then(ctx.output), check))
-    expect = "contain a JSON object" + (" matching the schema" if validate else "")
-    return Verdict(pl.when(candidate).then(result.struct.field("ok")).otherwise(False), expect,
-                   detail=pl.when(candidate).then(result.struct.field("detail"))
-                   .otherwise(pl.lit("no JSON object found")))
+    return _json_verdict(ctx, _contained, "contain a JSON object",
+                         ctx.output.str.contains("{", literal=True), "no JSON object found")
 
 
 _BRACE = re.compile(r"[{}]")

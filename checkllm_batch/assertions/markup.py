@@ -1,7 +1,7 @@
 """Markup checks that need a parser: XML (lxml) and HTML (lexbor, an HTML5 parser).
 
 is-xml, contains-xml and is-html run once per distinct output of a batch, on every core when
-a batch holds many distinct outputs (pool.pooled_verdict); contains-html is a vectorised
+a batch holds many distinct outputs (Ctx.checked with pooled=True); contains-html is a vectorised
 count of promptfoo's HTML indicators.
 """
 
@@ -14,7 +14,6 @@ from typing import Any
 import polars as pl
 
 from .htmlnames import HTML_ELEMENTS
-from .pool import pooled_verdict
 from .registry import Ctx, Kind, Value, Verdict, assertion
 from .words import JS_CHARS
 
@@ -187,17 +186,17 @@ def contains_xml_check(text: str | None, required: tuple[str, ...]
 
 
 @assertion("is-xml", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, literal_value=True, prepare=_required)
+           value=Value.OPTIONAL, prepare=_required)
 def is_xml(ctx: Ctx) -> Verdict:
     """The whole output is well-formed XML holding the required element paths, if any."""
-    return pooled_verdict(ctx, xml_check, "be valid XML", ())
+    return ctx.checked(xml_check, "be valid XML", pooled=True)
 
 
 @assertion("contains-xml", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, literal_value=True, prepare=_required)
+           value=Value.OPTIONAL, prepare=_required)
 def contains_xml(ctx: Ctx) -> Verdict:
     """Some balanced XML region of the output parses and holds the required element paths."""
-    return pooled_verdict(ctx, contains_xml_check, "contain valid XML", ())
+    return ctx.checked(contains_xml_check, "contain valid XML", pooled=True)
 
 
 # --- HTML -----------------------------------------------------------------------------------
@@ -237,7 +236,7 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
 @assertion("is-html", kind=Kind.DISTINCT, pooled=True, value=Value.NONE)
 def is_html(ctx: Ctx) -> Verdict:
     """The output is an HTML document or fragment: recognised elements, no bare text outside."""
-    return pooled_verdict(ctx, html_check, "be valid HTML")
+    return ctx.checked(html_check, "be valid HTML", pooled=True)
 
 
 _INDICATORS = [

@@ -146,7 +146,7 @@ def bleu_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
     return per_id.select("id", score=score)
 
 
-@assertion("bleu", literal_value=False, default_threshold=0.5, prepare=_references)
+@assertion("bleu", default_threshold=0.5, prepare=_references)
 def bleu(ctx: Ctx) -> Verdict:
     """Sentence BLEU-4 against the reference(s), standard brevity penalty (promptfoo [N])."""
     return _graded(ctx, "BLEU", _score(ctx, bleu_scores, bleu_tokens))

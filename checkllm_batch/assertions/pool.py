@@ -24,7 +24,6 @@ from typing import Any
 import polars as pl
 
 from .distinct import Outcome, over_distinct
-from .registry import Ctx, Verdict
 
 POOL_MIN = 4_000  # fewer distinct values than this: checking in-process is faster
 SAMPLE = 500  # values timed in-process before deciding
@@ -126,12 +125,3 @@ def over_distinct_pool(expr: pl.Expr, check: Callable[[Any, Any], Outcome], arg:
     shared with the worker pool when that pays off. Wrap the result in `ctx.once(...)`."""
     return over_distinct(expr, lambda value: check(value, arg),
                          run_all=lambda values: check_values(check, arg, values))
-
-
-def pooled_verdict(ctx: Ctx, check: Callable[[Any, Any], Outcome], expect: str,
-                   default: Any = None) -> Verdict:
-    """The verdict of a 1/0 parser check: `check(output, arg)` over the distinct outputs,
-    with `arg` the type's prepared value (else `default`), the check's detail as the reason."""
-    arg = ctx.prepared if ctx.literal is not None else default
-    result = ctx.once(over_distinct_pool(ctx.output, check, arg))
-    return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))

@@ -8,27 +8,29 @@ import polars as pl
 
 from ..spec.model import AssertionSpec
 from .registry import Ctx, Value, Verdict, assertion
+from .values import number
 
 
 def _limit(value: Any, spec: AssertionSpec) -> float:
     """The maximum, from `threshold` (promptfoo) or `value` (CheckLLM)."""
-    limit = spec.threshold if spec.threshold is not None else value
-    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+    limit = number(spec.threshold if spec.threshold is not None else value)
+    if limit is None:
         raise ValueError("needs a numeric threshold (or value): the maximum allowed")
-    return float(limit)
+    return limit
 
 
 def _at_most(column: str, unit: str, ctx: Ctx) -> Verdict:
-    limit: float = ctx.prepared
+    limit = ctx.prepared
     measured = pl.col(column).cast(pl.Float64)
     passed = pl.when(measured.is_null()).then(None).otherwise(measured <= limit)
     detail = (pl.when(measured.is_null()).then(pl.lit(f"no {column} recorded for this case"))
               .otherwise(pl.format(f"{column} {{}}{unit}", measured)))
-    return Verdict(passed, f"take at most {limit:g}{unit}" if unit == " ms"
-                   else f"cost at most {limit:g}", detail=detail)
+    verb = "take" if unit == " ms" else "cost"
+    return Verdict(passed, ctx.column(lambda n: f"{verb} at most {n:g}{unit}", pl.String),
+                   detail=detail)
 
 
-@assertion("latency", value=Value.OPTIONAL, needs_text=False, prepare=_limit)
+@assertion("latency", value=Value.OPTIONAL, needs_text=False, prepare=_limit, prepared_dtype=pl.Float64)
 def latency(ctx: Ctx) -> Verdict:
     """The case's `latency_ms` is at most the threshold (or value), in milliseconds."""
     return _at_most("latency_ms", " ms", ctx)
@@ -41,7 +43,8 @@ def reads_judge_cost(spec: AssertionSpec) -> bool:
     return source == "judge" or (source is None and spec.threshold is None)
 
 
-@assertion("cost", value=Value.OPTIONAL, needs_text=False, prepare=_limit, fields=("source",),
+@assertion("cost", value=Value.OPTIONAL, needs_text=False, prepare=_limit, prepared_dtype=pl.Float64,
+           fields=("source",),
            judged=reads_judge_cost)
 def cost(ctx: Ctx) -> Verdict:
     """The case's recorded `cost` is at most the threshold (or value), in USD.

@@ -17,6 +17,9 @@ import polars as pl
 
 from ..errors import did_you_mean
 from ..spec.model import AssertionSpec
+from .distinct import Outcome, over_distinct
+from .pool import over_distinct_pool
+from .values import PREPARED_ERROR, RowValues, literal_column
 
 
 class Kind(enum.Enum):
@@ -33,17 +36,25 @@ class Value(enum.Enum):
 
 @dataclass(frozen=True)
 class Ctx:
-    """What a type function gets: one assertion, compiled for one batch."""
+    """What a type function gets: one assertion, compiled for one batch.
+
+    Every field is a column: `value` is the value's text on each row, and `prepared` what the
+    type's `prepare` made of each row's value, as a column of the type's `prepared_dtype`.
+    When the value is the same on every row (`row` is None), `literal` is it and `fixed` is
+    its prepared form as a Python object, for types that take a faster literal path."""
 
     spec: AssertionSpec
-    value: pl.Expr  # the value on each row: a literal, or a `{{var}}` template as columns
-    literal: Any  # the value as a Python object when it is the same on every row
+    value: pl.Expr  # the value's text on each row (JSON text for a list or mapping)
+    literal: Any  # the value when it is the same on every row
     threshold: float | None  # the spec's threshold, else the type's default
-    prepared: Any = None  # what the type's `prepare` returned for `literal`
+    prepared: Any = None  # a column of the type's prepared_dtype (None without one)
+    fixed: Any = None  # `prepare(literal)` as a Python object, when `row` is None
     output: pl.Expr = field(default_factory=lambda: pl.col("output"))
     key: int = 0
     stash: dict[str, pl.Expr] = field(default_factory=dict)
     providers: dict[str, dict] = field(default_factory=dict)  # Suite.provider_tools
+    row: RowValues | None = None  # the templated value and fields, rendered per row
+    errors: list[pl.Expr] = field(default_factory=list)  # rows whose value is unusable, and why
 
     def once(self, expr: pl.Expr, shared: str | None = None) -> pl.Expr:
         """Compute `expr` once per batch and refer to its column. Use it for anything opaque
@@ -54,6 +65,44 @@ class Ctx:
                 else f"__k{self.key}_{len(self.stash)}")
         self.stash[name] = expr
         return pl.col(name)
+
+    def column(self, fn: Callable[[Any], Any], dtype: pl.DataType) -> pl.Expr:
+        """`fn(prepared value)` on each row, as a column of `dtype` (once per distinct value)."""
+        if self.row is None:
+            return literal_column(fn(self.fixed), dtype)
+        result = self.once(self.row.per_key(fn, dtype))
+        self.errors.append(result.struct.field(PREPARED_ERROR))
+        return result.struct.field("value")
+
+    def checked(self, check: Callable[[Any, Any], Outcome], expect: str | Callable[[Any], str],
+                over: pl.Expr | None = None, pooled: bool = False, where: pl.Expr | None = None
+                ) -> Verdict:
+        """The verdict of `check(x, prepared value)` run once per distinct (x, value) pair,
+        x being the output (or `over`); its detail is the reason. `expect` may depend on the
+        prepared value. `pooled`: share the work with the process pool (literal values).
+        `where`: only the rows to check (the others get null)."""
+        over = self.output if over is None else over
+        if self.row is None:
+            over = over if where is None else pl.when(where).then(over)
+            fixed = self.fixed
+            result = self.once(over_distinct_pool(over, check, fixed) if pooled
+                               else over_distinct(over, lambda x: check(x, fixed)))
+            text = expect(fixed) if callable(expect) else expect
+            return Verdict(result.struct.field("ok"), text, detail=result.struct.field("detail"))
+        row = self.row
+
+        def pair(p: dict | None) -> Outcome:
+            if p is None:
+                return None, None
+            prepared, error = row.prepared(p["k"])
+            return (None, None) if error or p["k"] is None else check(p["x"], prepared)
+
+        pairs = pl.struct(x=over, k=row.key)
+        result = self.once(over_distinct(pairs if where is None else pl.when(where).then(pairs),
+                                         pair))
+        text = (self.column(expect, pl.String) if callable(expect)
+                else (self.column(lambda _: True, pl.Boolean), expect)[1])
+        return Verdict(result.struct.field("ok"), text, detail=result.struct.field("detail"))
 
 
 @dataclass(frozen=True)
@@ -79,7 +128,7 @@ class AssertionType:
     default_threshold: float | None = None
     needs_text: bool = True  # a null or non-text output fails it
     json_ok: bool = False  # a structured (JSON) output is checked as its JSON text
-    literal_value: bool = False  # needs the value as a literal: templated values run per distinct
+    prepared_dtype: pl.DataType | None = None  # `Ctx.prepared` is a column of this type
     negatable: bool = True
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
     value_aliases: tuple[str, ...] = ()  # fields that may hold the value (CheckLLM: reference, ...)

@@ -192,7 +192,7 @@ def batch_result(series: pl.Series, threshold: float | None) -> pl.DataFrame:
                         pl.col("detail").cast(pl.String), pl.col("named").cast(NAMED_SCORES))
 
 
-@assertion("python", kind=Kind.DISTINCT, literal_value=True, needs_text=False,
+@assertion("python", kind=Kind.DISTINCT, needs_text=False,
            prepare=load_script)
 def python(ctx: Ctx) -> Verdict:
     """A Python expression or function decides: bool, score, or a GradingResult dict."""

@@ -1,6 +1,6 @@
 """SQL checks with a real parser (sqlglot): is-sql and contains-sql, with promptfoo's
 dialects (`databaseType`) and table / column allow-lists. Each runs once per distinct
-output of a batch, on every core when a batch holds many (pool.pooled_verdict).
+output of a batch, on every core when a batch holds many (Ctx.checked with pooled=True).
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from .pool import pooled_verdict
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
 # --- SQL ------------------------------------------------------------------------------------
@@ -183,15 +182,14 @@ def contains_sql_check(text: str | None, options) -> tuple[bool | None, str | No
 
 
 @assertion("is-sql", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, literal_value=True, prepare=_sql_options)
+           value=Value.OPTIONAL, prepare=_sql_options)
 def is_sql(ctx: Ctx) -> Verdict:
     """The whole output parses as SQL of `databaseType` (sqlglot), within the allow-lists."""
-    return pooled_verdict(ctx, sql_check, "be valid SQL", _sql_options(None, None))
+    return ctx.checked(sql_check, "be valid SQL", pooled=True)
 
 
 @assertion("contains-sql", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, literal_value=True, prepare=_sql_options)
+           value=Value.OPTIONAL, prepare=_sql_options)
 def contains_sql(ctx: Ctx) -> Verdict:
     """A ```sql fenced block (or the whole output) is valid SQL, within the allow-lists."""
-    return pooled_verdict(ctx, contains_sql_check, "contain valid SQL",
-                              _sql_options(None, None))
+    return ctx.checked(contains_sql_check, "contain valid SQL", pooled=True)

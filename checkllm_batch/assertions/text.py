@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from .distinct import over_distinct
+from .distinct import Outcome
 from .jsregex import JsRegex, compile_js
 from .registry import Ctx, Verdict, assertion
 
@@ -30,16 +30,19 @@ def quoted(value: pl.Expr | str, limit: int = 80) -> pl.Expr:
     return pl.concat_str([pl.lit('"'), short, pl.lit('"')])
 
 
-def _text_value(ctx: Ctx) -> pl.Expr:
-    if ctx.literal is not None:
-        return pl.lit(js_string(ctx.literal))
-    return ctx.value.cast(pl.String)
+def literal_text(value: Any) -> pl.Expr:
+    """A literal value's text: JavaScript's String() of a scalar, JSON of a list or mapping."""
+    if value is None:
+        return pl.lit(None, pl.String)
+    if isinstance(value, (dict, list)):
+        return pl.lit(json.dumps(value, ensure_ascii=False))
+    return pl.lit(js_string(value))
 
 
 @assertion("contains", prepare=lambda v, s: _scalar(v, s))
 def contains(ctx: Ctx) -> Verdict:
     """Output contains the value (case-sensitive substring)."""
-    value = _text_value(ctx)
+    value = ctx.value
     return Verdict(ctx.output.str.contains(value, literal=True),
                    pl.concat_str([pl.lit("contain "), quoted(value)]))
 
@@ -47,7 +50,7 @@ def contains(ctx: Ctx) -> Verdict:
 @assertion("icontains", prepare=lambda v, s: _scalar(v, s))
 def icontains(ctx: Ctx) -> Verdict:
     """Output contains the value, ignoring case."""
-    value = _text_value(ctx)
+    value = ctx.value
     found = ctx.output.str.to_lowercase().str.contains(value.str.to_lowercase(), literal=True)
     return Verdict(found, pl.concat_str([pl.lit("contain (any case) "), quoted(value)]))
 
@@ -55,7 +58,7 @@ def icontains(ctx: Ctx) -> Verdict:
 @assertion("starts-with", prepare=lambda v, s: _scalar(v, s))
 def starts_with(ctx: Ctx) -> Verdict:
     """Output starts with the value (no trimming)."""
-    value = _text_value(ctx)
+    value = ctx.value
     return Verdict(ctx.output.str.starts_with(value),
                    pl.concat_str([pl.lit("start with "), quoted(value)]))
 
@@ -105,47 +108,76 @@ def _listing(items: list[str]) -> str:
     return ", ".join(json.dumps(s, ensure_ascii=False) for s in items)
 
 
-def _any(ctx: Ctx, fold: bool) -> Verdict:
-    items: list[str] = ctx.prepared
+HITS = pl.Struct({"any": pl.Boolean, "all": pl.Boolean, "missing": pl.String,
+                  "found": pl.String, "count": pl.UInt32})
+
+
+def item_hits(ctx: Ctx, items: pl.Expr, fold: bool) -> pl.Expr:
+    """Struct {any, all, missing, found, count} per row: each item of the row's own list
+    looked for in its output, all rows at once (lists exploded, a column pattern, regrouped)."""
+
+    def run(pairs: pl.Series) -> pl.Series:
+        frame = pairs.struct.unnest().with_row_index("row")
+        text, item = pl.col("o"), pl.col("items")
+        if fold:
+            text, item = text.str.to_lowercase(), item.str.to_lowercase()
+        hit = pl.col("hit")
+        hits = frame.explode("items").with_columns(hit=text.str.contains(item, literal=True)
+                                                   ).group_by("row", maintain_order=True).agg(
+            any=hit.any(), all=hit.all(), missing=pl.col("items").filter(~hit).str.join(", "),
+            found=pl.col("items").filter(hit).unique(maintain_order=True).str.join(", "),
+            count=hit.sum().cast(pl.UInt32))
+        valid = frame["o"].is_not_null() & frame["items"].is_not_null()
+        return hits.select(pl.when(pl.lit(valid)).then(pl.struct(*HITS.to_schema()))).to_series()
+
+    return ctx.once(pl.struct(o=ctx.output, items=items).map_batches(run, return_dtype=HITS))
+
+
+def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
     text = ctx.output.str.to_lowercase() if fold else ctx.output
-    found = text.str.contains_any([s.lower() for s in items] if fold else items)
-    return Verdict(found, f"contain{' (any case)' if fold else ''} one of {_listing(items)}")
+    items: list[str] | None = ctx.fixed
+    if items is not None:  # the same list on every row: Polars' multi-pattern search
+        hits = [text.str.contains(s.lower() if fold else s, literal=True) for s in items]
+        found = pl.all_horizontal(hits) if every else text.str.contains_any(
+            [s.lower() for s in items] if fold else items)
+        missing = pl.concat_list([pl.when(~h).then(pl.lit(s)) for h, s in zip(hits, items)]
+                                 ).list.drop_nulls().list.join(", ")
+    else:
+        result = item_hits(ctx, ctx.prepared, fold)
+        found = result.struct.field("all" if every else "any")
+        missing = result.struct.field("missing")
+    expect = pl.concat_str([pl.lit(f"contain{' (any case)' if fold else ''} "
+                                   f"{'all' if every else 'one'} of "),
+                            ctx.column(_listing, pl.String)])
+    detail = pl.concat_str([pl.lit("missing: "), missing]) if every else None
+    return Verdict(found, expect, detail=detail)
 
 
-def _all(ctx: Ctx, fold: bool) -> Verdict:
-    items: list[str] = ctx.prepared
-    text = ctx.output.str.to_lowercase() if fold else ctx.output
-    hits = [text.str.contains(s.lower() if fold else s, literal=True) for s in items]
-    missing = pl.concat_list([pl.when(~h).then(pl.lit(s)) for h, s in zip(hits, items)])
-    detail = pl.concat_str([pl.lit("missing: "),
-                            missing.list.drop_nulls().list.join(", ")])
-    return Verdict(pl.all_horizontal(hits),
-                   f"contain{' (any case)' if fold else ''} all of {_listing(items)}",
-                   detail=detail)
+ITEMS = {"prepare": _items, "prepared_dtype": pl.List(pl.String)}
 
 
-@assertion("contains-any", literal_value=True, prepare=_items)
+@assertion("contains-any", **ITEMS)
 def contains_any(ctx: Ctx) -> Verdict:
     """Output contains at least one of the listed values."""
-    return _any(ctx, fold=False)
+    return _list_verdict(ctx, fold=False, every=False)
 
 
-@assertion("icontains-any", literal_value=True, prepare=_items)
+@assertion("icontains-any", **ITEMS)
 def icontains_any(ctx: Ctx) -> Verdict:
     """Output contains at least one of the listed values, ignoring case."""
-    return _any(ctx, fold=True)
+    return _list_verdict(ctx, fold=True, every=False)
 
 
-@assertion("contains-all", literal_value=True, prepare=_items)
+@assertion("contains-all", **ITEMS)
 def contains_all(ctx: Ctx) -> Verdict:
     """Output contains every listed value."""
-    return _all(ctx, fold=False)
+    return _list_verdict(ctx, fold=False, every=True)
 
 
-@assertion("icontains-all", literal_value=True, prepare=_items)
+@assertion("icontains-all", **ITEMS)
 def icontains_all(ctx: Ctx) -> Verdict:
     """Output contains every listed value, ignoring case."""
-    return _all(ctx, fold=True)
+    return _list_verdict(ctx, fold=True, every=True)
 
 
 def _canonical(value: Any) -> Any:
@@ -159,24 +191,29 @@ def _canonical(value: Any) -> Any:
     return ("obj", frozenset((k, _canonical(v)) for k, v in value.items()))
 
 
-@assertion("equals", literal_value=True, json_ok=True)
+def _expected(value: Any, spec: Any) -> tuple[Any, Any] | None:
+    """(canonical form, value) of a mapping or list value, compared as JSON; None for text."""
+    if isinstance(value, (dict, list)) or value is None:
+        return _canonical(value), value
+    return None
+
+
+def _same_json(text: str | None, expected: tuple[Any, Any]) -> Outcome:
+    try:
+        return _canonical(orjson.loads(text)) == expected[0], None
+    except (orjson.JSONDecodeError, TypeError):
+        return False, "output is not valid JSON"
+
+
+@assertion("equals", json_ok=True, prepare=_expected)
 def equals(ctx: Ctx) -> Verdict:
     """Output equals the value exactly; a mapping/list value is compared as parsed JSON."""
-    if isinstance(ctx.literal, (dict, list)) or ctx.literal is None:
-        expected = _canonical(ctx.literal)
-
-        def same(text: str | None) -> tuple[bool, str | None]:
-            try:
-                return _canonical(orjson.loads(text)) == expected, None
-            except (orjson.JSONDecodeError, TypeError):
-                return False, "output is not valid JSON"
-
-        result = ctx.once(over_distinct(ctx.output, same))
-        return Verdict(result.struct.field("ok"),
-                       f"equal the JSON value {json.dumps(ctx.literal, ensure_ascii=False)}",
-                       detail=result.struct.field("detail"))
-    value = pl.lit(js_string(ctx.literal))
-    return Verdict(ctx.output == value, pl.concat_str([pl.lit("equal "), quoted(value)]))
+    as_text = ctx.fixed is None if ctx.row is None else not ctx.row.structured
+    if as_text:  # a scalar, or a rendered template: text
+        return Verdict(ctx.output == ctx.value,
+                       pl.concat_str([pl.lit("equal "), quoted(ctx.value)]))
+    return ctx.checked(_same_json, lambda expected: "equal the JSON value "
+                       + json.dumps(expected[1], ensure_ascii=False))
 
 
 def _regex(value: Any, spec: Any) -> JsRegex:
@@ -185,12 +222,22 @@ def _regex(value: Any, spec: Any) -> JsRegex:
     return compile_js(value)
 
 
-@assertion("regex", literal_value=True, prepare=_regex)
+def _search(text: str | None, rx: JsRegex) -> Outcome:
+    return (rx.search(text), None) if rx.backtracking and text is not None else (None, None)
+
+
+@assertion("regex", prepare=_regex)
 def regex(ctx: Ctx) -> Verdict:
     """Output matches the JavaScript regular expression (search anywhere, no flags)."""
-    rx: JsRegex = ctx.prepared
-    expect = f"match /{rx.source}/"
-    if not rx.backtracking:
-        return Verdict(ctx.output.str.contains(rx.pattern), expect)
-    result = ctx.once(over_distinct(ctx.output, lambda text: (rx.search(text), None)))
-    return Verdict(result.struct.field("ok"), expect)
+    rx: JsRegex | None = ctx.fixed
+    if rx is not None:
+        expect = f"match /{rx.source}/"
+        if not rx.backtracking:
+            return Verdict(ctx.output.str.contains(rx.pattern), expect)
+        return ctx.checked(_search, expect)
+    # per row: Rust runs the patterns it can (a column of patterns), the rest backtrack
+    rust = ctx.column(lambda r: None if r.backtracking else r.pattern, pl.String)
+    slow = ctx.checked(_search, "", where=rust.is_null())
+    expect = ctx.column(lambda r: f"match /{r.source}/", pl.String)
+    return Verdict(pl.when(rust.is_not_null()).then(ctx.output.str.contains(rust))
+                   .otherwise(slow.passed), expect)

@@ -8,15 +8,17 @@ read arguments or errors parse each distinct `tool_calls` value once (orjson). A
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 import polars as pl
 
-from .distinct import OUTCOME, Outcome, over_distinct
+from .distinct import Outcome, over_distinct
 from .registry import Ctx, Kind, Value, Verdict, assertion
 from .text import split_items
+from .values import number
 
 Call = tuple[str, Any, Any]  # (name, parsed arguments, error or None)
 
@@ -110,44 +112,51 @@ def _names(value: Any, spec: Any) -> list[str]:
     return names
 
 
-TOOL = {"kind": Kind.DISTINCT, "needs_text": False, "literal_value": True}
+TOOL = {"kind": Kind.DISTINCT, "needs_text": False}
+NAMED = {"prepare": _names, "prepared_dtype": pl.List(pl.String), **TOOL}
 
 
-@assertion("tools-called", prepare=_names, **TOOL)
+def _listed(ctx: Ctx, text: str, sep: str = ", ") -> pl.Expr:
+    return pl.concat_str([pl.lit(text), ctx.prepared.list.join(sep)])
+
+
+@assertion("tools-called", **NAMED)
 def tools_called(ctx: Ctx) -> Verdict:
     """Every listed tool was called at least once."""
-    wanted: list[str] = ctx.prepared
-    return _names_verdict(ctx, lambda names: pl.all_horizontal(
-        names.list.contains(pl.lit(w)) for w in wanted), f"call the tools {', '.join(wanted)}")
+    return _names_verdict(ctx, lambda names: ctx.prepared.list.set_difference(names).list.len()
+                          == 0, _listed(ctx, "call the tools "))
 
 
-@assertion("tools-not-called", prepare=_names, **TOOL)
+@assertion("tools-not-called", **NAMED)
 def tools_not_called(ctx: Ctx) -> Verdict:
     """None of the listed tools was called."""
-    banned: list[str] = ctx.prepared
-    return _names_verdict(ctx, lambda names: ~pl.any_horizontal(
-        names.list.contains(pl.lit(b)) for b in banned), f"call none of the tools {', '.join(banned)}")
+    return _names_verdict(ctx, lambda names: ctx.prepared.list.set_intersection(names).list.len()
+                          == 0, _listed(ctx, "call none of the tools "))
 
 
-@assertion("tool-call-sequence", prepare=_names, **TOOL)
+def _in_order(joined: str | None, sequence: list[str]) -> Outcome:
+    names = iter(joined.split("\x1f") if joined else [])
+    return all(step in names for step in sequence), None
+
+
+@assertion("tool-call-sequence", **NAMED)
 def tool_call_sequence(ctx: Ctx) -> Verdict:
     """The listed tools were called in this order (other calls may come in between)."""
-    sequence: list[str] = ctx.prepared
-
-    def in_order(joined: str | None) -> Outcome:
-        names = iter(joined.split("\x1f") if joined else [])
-        return all(step in names for step in sequence), None
-
-    def check(names: pl.Expr) -> pl.Expr:  # Python once per distinct list of names
-        return over_distinct(names.list.join("\x1f"), in_order).struct.field("ok")
-
-    return _names_verdict(ctx, check, f"call the tools in order {' -> '.join(sequence)}")
+    expect = _listed(ctx, "call the tools in order ", " -> ")
+    return _names_verdict(  # Python once per distinct (names, sequence)
+        ctx, lambda names: ctx.checked(_in_order, expect, over=names.list.join("\x1f")).passed,
+        expect)
 
 
 def _args_spec(value: Any, spec: Any) -> tuple[str, dict]:
     name, expected = spec.args.get("tool_name"), spec.args.get("expected_args")
     if not isinstance(name, str) or not name:
         raise ValueError("tool-args needs `tool_name`")
+    if isinstance(expected, str):  # a rendered template: its JSON text
+        try:
+            expected = orjson.loads(expected)
+        except orjson.JSONDecodeError:
+            pass
     if not isinstance(expected, dict):
         raise ValueError("tool-args needs `expected_args`, a mapping")
     return name, expected
@@ -164,72 +173,48 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-_ARGS = pl.List(pl.Struct({
-    "function": pl.Struct({"name": pl.String, "arguments": pl.String}),
-    "name": pl.String, "arguments": pl.String}))
+def _matches(args: Any, expected: dict) -> bool:
+    return isinstance(args, dict) and all(k in args and _same(args[k], v)
+                                          for k, v in expected.items())
 
 
-def _args_match(expected: dict) -> Callable[[Any], bool]:
-    def match(args: Any) -> bool:
-        if isinstance(args, str):
-            try:
-                args = orjson.loads(args) if args.strip() else {}
-            except orjson.JSONDecodeError:
-                return False
-        return isinstance(args, dict) and all(k in args and _same(args[k], v)
-                                              for k, v in expected.items())
-    return match
+def _on_calls(check: Callable[[list[Call], Any], Outcome]) -> Callable[[Any, Any], Outcome]:
+    """`check(calls, prepared)` on a row's `tool_calls` text, parsed; a missing or broken
+    value is an error that says so."""
+
+    def run(text: str | None, prepared: Any) -> Outcome:
+        if text is None:
+            return None, _MISSING
+        try:
+            calls = parse_calls(text)
+        except (orjson.JSONDecodeError, ValueError) as e:
+            return None, f"tool_calls is not valid: {e}"
+        return check(calls, prepared)
+
+    return run
 
 
-def _args_batch(values: pl.Series, name: str, expected: dict) -> pl.Series:
-    """{ok, detail} per row. Polars decodes the calls; each distinct arguments text of a
-    `name` call is parsed once. A batch Polars cannot decode is parsed per distinct value."""
-    match = _args_match(expected)
-    try:
-        decoded = values.str.json_decode(_ARGS)
-    except pl.exceptions.PolarsError:
-        def check(calls: list[Call]) -> Outcome:
-            args = [c[1] for c in calls if c[0] == name]
-            ok = any(match(a) for a in args)
-            return ok, None if ok else (f"{name} was not called" if not args else
-                                        f"arguments: {str(args[0])[:200]}")
-        return values.to_frame("tool_calls").select(_over_calls(check)).to_series()
-    calls = (pl.DataFrame({"row": pl.int_range(len(values), eager=True), "c": decoded})
-             .explode("c").select("row", name=pl.coalesce(
-                 pl.col("c").struct.field("function").struct.field("name"),
-                 pl.col("c").struct.field("name")),
-                 args=pl.coalesce(pl.col("c").struct.field("function").struct.field("arguments"),
-                                  pl.col("c").struct.field("arguments")))
-             .filter(pl.col("name") == name))
-    distinct = calls["args"].unique()
-    table = pl.DataFrame({"args": distinct, "ok": [match(a) for a in distinct.to_list()]},
-                         schema={"args": pl.String, "ok": pl.Boolean})  # row-wise: per distinct
-    per_row = (calls.join(table, on="args", how="left", nulls_equal=True)
-               .group_by("row").agg(pl.col("ok").any(), first=pl.col("args").first()))
-    out = (pl.DataFrame({"row": pl.int_range(len(values), eager=True), "v": values})
-           .join(per_row, on="row", how="left", maintain_order="left"))
-    return out.select(
-        ok=pl.when(pl.col("v").is_null()).then(None).otherwise(pl.col("ok").fill_null(False)),
-        detail=pl.when(pl.col("v").is_null()).then(pl.lit(_MISSING))
-        .when(pl.col("first").is_null()).then(pl.lit(f"{name} was not called"))
-        .when(~pl.col("ok")).then(pl.concat_str([pl.lit("arguments: "),
-                                                 pl.col("first").str.slice(0, 200)]))).to_struct()
+def _args_check(calls: list[Call], spec: tuple[str, dict]) -> Outcome:
+    name, expected = spec
+    args = [c[1] for c in calls if c[0] == name]
+    if any(_matches(a, expected) for a in args):
+        return True, None
+    return False, (f"{name} was not called" if not args else
+                   "arguments: " + (a if isinstance(a := args[0], str)
+                                    else json.dumps(a, ensure_ascii=False))[:200])
 
 
 @assertion("tool-args", value=Value.NONE, fields=("tool_name", "expected_args"),
            required=("tool_name", "expected_args"), prepare=_args_spec, **TOOL)
 def tool_args(ctx: Ctx) -> Verdict:
     """Some call of `tool_name` has every key of `expected_args` with that value."""
-    name, expected = _args_spec(None, ctx.spec)
-    result = ctx.once(pl.col("tool_calls").map_batches(
-        lambda values: _args_batch(values, name, expected), return_dtype=OUTCOME))
-    return Verdict(result.struct.field("ok"),
-                   f"call {name} with {orjson.dumps(expected).decode()}",
-                   detail=result.struct.field("detail"))
+    return ctx.checked(_on_calls(_args_check), lambda p: f"call {p[0]} with "
+                       + orjson.dumps(p[1]).decode(), over=pl.col("tool_calls"))
 
 
 def _count_spec(value: Any, spec: Any) -> tuple[str | None, int | None, int | None]:
     tool, lo, hi = spec.args.get("tool"), spec.args.get("min"), spec.args.get("max")
+    lo, hi = (b if b is None or isinstance(b, bool) else _whole(b) for b in (lo, hi))
     for bound in (lo, hi):
         if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool) or bound < 0):
             raise ValueError(f"min and max must be integers >= 0, got {bound!r}")
@@ -238,19 +223,30 @@ def _count_spec(value: Any, spec: Any) -> tuple[str | None, int | None, int | No
     return tool, lo, hi
 
 
+def _whole(value: Any) -> Any:
+    n = number(value)
+    return int(n) if n is not None and n == int(n) else value
+
+
+def _count_check(calls: list[Call], spec: tuple[str | None, int | None, int | None]) -> Outcome:
+    tool, lo, hi = spec
+    n = sum(1 for c in calls if tool is None or c[0] == tool)
+    return (n >= (lo or 0)) and (hi is None or n <= hi), \
+        "called: " + (", ".join(c[0] for c in calls) or "no tools")
+
+
+def _count_expect(spec: tuple[str | None, int | None, int | None]) -> str:
+    tool, lo, hi = spec
+    bounds = " and ".join(s for s in (lo is not None and f"at least {lo}",
+                                      hi is not None and f"at most {hi}") if s)
+    return f"make {bounds} calls" + (f" of {tool}" if tool else "")
+
+
 @assertion("tool-call-count", value=Value.NONE, fields=("tool", "min", "max"),
            prepare=_count_spec, **TOOL)
 def tool_call_count(ctx: Ctx) -> Verdict:
     """The number of calls (of `tool`, or of all tools) is within [min, max]."""
-    tool, lo, hi = _count_spec(None, ctx.spec)
-
-    def check(names: pl.Expr) -> pl.Expr:
-        n = names.list.len() if tool is None else names.list.count_matches(pl.lit(tool))
-        return (n >= (lo or 0)) & (n <= hi if hi is not None else pl.lit(True))
-
-    bounds = " and ".join(s for s in (lo is not None and f"at least {lo}",
-                                      hi is not None and f"at most {hi}") if s)
-    return _names_verdict(ctx, check, f"make {bounds} calls" + (f" of {tool}" if tool else ""))
+    return ctx.checked(_on_calls(_count_check), _count_expect, over=pl.col("tool_calls"))
 
 
 def _tools_filter(value: Any, spec: Any) -> list[str] | None:
@@ -258,15 +254,12 @@ def _tools_filter(value: Any, spec: Any) -> list[str] | None:
     return None if tools is None else split_items(tools)
 
 
+def _errors_check(calls: list[Call], tools: list[str] | None) -> Outcome:
+    bad = [c for c in calls if c[2] and (tools is None or c[0] in tools)]
+    return not bad, "; ".join(f"{c[0]}: {c[2]}" for c in bad) or None
+
+
 @assertion("no-tool-errors", value=Value.NONE, fields=("tools",), prepare=_tools_filter, **TOOL)
 def no_tool_errors(ctx: Ctx) -> Verdict:
     """No tool call (of `tools`, if given) carries an `error` field."""
-    tools = _tools_filter(None, ctx.spec)
-
-    def check(calls: list[Call]) -> Outcome:
-        bad = [c for c in calls if c[2] and (tools is None or c[0] in tools)]
-        return not bad, "; ".join(f"{c[0]}: {c[2]}" for c in bad) or None
-
-    result = ctx.once(_over_calls(check))
-    return Verdict(result.struct.field("ok"), "have no tool errors",
-                   detail=result.struct.field("detail"))
+    return ctx.checked(_on_calls(_errors_check), "have no tool errors", over=pl.col("tool_calls"))

@@ -207,7 +207,7 @@ def _functions_value(value: Any, spec: Any) -> list | None:
 
 
 @assertion("is-valid-openai-tools-call", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, needs_text=False, literal_value=True, prepare=_tools_value)
+           value=Value.OPTIONAL, needs_text=False, prepare=_tools_value)
 def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
     """Every tool call names a declared tool and its JSON arguments match its parameters."""
     result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "tools"), tools_call_check))
@@ -216,8 +216,7 @@ def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
 
 
 @assertion("is-valid-openai-function-call", kind=Kind.DISTINCT, pooled=True,
-           aliases=("is-valid-function-call",), value=Value.OPTIONAL, needs_text=False,
-           literal_value=True, prepare=_functions_value)
+           aliases=("is-valid-function-call",), value=Value.OPTIONAL, needs_text=False, prepare=_functions_value)
 def is_valid_openai_function_call(ctx: Ctx) -> Verdict:
     """The output is a function call (legacy OpenAI, or Google's when the declared tools are
     Google's) whose arguments match the declared function."""
@@ -300,7 +299,7 @@ def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str |
 
 
 @assertion("tool-call-f1", kind=Kind.DISTINCT, pooled=True,
-           needs_text=False, literal_value=True, default_threshold=1.0, prepare=_expected_tools)
+           needs_text=False, default_threshold=1.0, prepare=_expected_tools)
 def tool_call_f1(ctx: Ctx) -> Verdict:
     """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
     expected: tuple[str, ...] = ctx.prepared

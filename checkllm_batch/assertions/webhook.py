@@ -85,7 +85,7 @@ def _run(cfg: dict[str, Any], rows: list[dict]) -> dict[str, list]:
     return {name: [r[i] for r in results] for i, name in enumerate(RESULT)}
 
 
-@assertion("webhook", kind=Kind.DISTINCT, literal_value=True, needs_text=False, prepare=settings)
+@assertion("webhook", kind=Kind.DISTINCT, needs_text=False, prepare=settings)
 def webhook(ctx: Ctx) -> Verdict:
     """A web service decides: POST {output, context}, read {pass, score, reason}."""
     cfg: dict[str, Any] = ctx.prepared

@@ -41,20 +41,23 @@ def _word_range(value: Any, spec: Any) -> tuple[int | None, int | None]:
     return exact, exact
 
 
-@assertion("word-count", literal_value=True, prepare=_word_range)
+def _words_expect(bounds: tuple[int | None, int | None]) -> str:
+    low, high = bounds
+    if low == high:
+        return f"have exactly {low} words"
+    return "have " + " and ".join(
+        s for s in (low is not None and f"at least {low}", high is not None and f"at most {high}")
+        if s) + " words"
+
+
+@assertion("word-count", prepare=_word_range)
 def word_count(ctx: Ctx) -> Verdict:
     """The number of whitespace-separated words equals the value, or lies in [min, max]."""
-    low, high = ctx.prepared
+    low, high = (ctx.column(lambda b: b[i], pl.Int64) for i in (0, 1))
     words = ctx.output.str.count_matches(WORD)
-    if low == high:
-        return Verdict(words == low, f"have exactly {low} words",
-                       detail=pl.format("{} words", words))
-    checks = [c for c in (low is not None and words >= low, high is not None and words <= high)
-              if c is not False]
-    expect = ("have " + " and ".join(
-        s for s in (low is not None and f"at least {low}", high is not None and f"at most {high}")
-        if s) + " words")
-    return Verdict(pl.all_horizontal(checks), expect, detail=pl.format("{} words", words))
+    within = (low.is_null() | (words >= low)) & (high.is_null() | (words <= high))
+    return Verdict(within, ctx.column(_words_expect, pl.String),
+                   detail=pl.format("{} words", words))
 
 
 def _reason(value: Any, spec: Any) -> str:
@@ -63,17 +66,16 @@ def _reason(value: Any, spec: Any) -> str:
     return str(value)
 
 
-@assertion("finish-reason", needs_text=False, literal_value=True, prepare=_reason)
+@assertion("finish-reason", needs_text=False, prepare=_reason, prepared_dtype=pl.String)
 def finish_reason(ctx: Ctx) -> Verdict:
     """The case's `finish_reason` equals the value, ignoring case."""
     recorded = pl.col("finish_reason")
-    expected: str = ctx.prepared
-    same = recorded.str.to_lowercase() == expected.lower()
+    same = recorded.str.to_lowercase() == ctx.prepared.str.to_lowercase()
     detail = (pl.when(recorded.is_null())
               .then(pl.lit("no finish_reason recorded for this case"))
               .otherwise(pl.format('finish reason "{}"', recorded)))
     return Verdict(pl.when(recorded.is_null()).then(None).otherwise(same),
-                   f'stop with finish reason "{expected}"', detail=detail)
+                   pl.format('stop with finish reason "{}"', ctx.prepared), detail=detail)
 
 
 def _literal_alternation(items: tuple[str, ...]) -> str:

@@ -7,6 +7,7 @@ handed to the judge, or end as `error: no judge configured`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,7 +15,8 @@ import polars as pl
 
 from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
-from ..spec import template
+from ..assertions.text import literal_text
+from ..assertions.values import RowValues
 from .plan import Plan, Planned
 from .sets import combine_sets
 from .verdict import verdict
@@ -34,12 +36,10 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
         rows = cases if p.tests is None else cases.filter(pl.col("test_index").is_in(list(p.tests)))
         if p.kind is Kind.JUDGE:
             parts.append(judge(p, rows) if judge else _error_rows(p, rows, NO_JUDGE))
-        elif p.atype.literal_value and template.is_template(p.spec.value):
-            parts.append(_per_distinct_value(p, rows, providers))
         elif p.tests is None:
-            shared.append(compile_assertion(p, p.spec.value, providers))
+            shared.append(compile_assertion(p, rows, providers))
         else:
-            parts.extend(_run(rows, [compile_assertion(p, p.spec.value, providers)]))
+            parts.extend(_run(rows, [compile_assertion(p, rows, providers)]))
     if shared:  # one query: Polars runs the assertions' expressions in parallel
         parts.extend(_run(cases, shared))
     # judge and error rows have no named scores: the diagonal concat gives them nulls
@@ -63,13 +63,27 @@ class Compiled:
 
 def _run(rows: pl.DataFrame, compiled: list[Compiled]) -> list[pl.DataFrame]:
     """Evaluate assertions over rows, each intermediate computed once, in three stages."""
-    frame = (rows.lazy()
-             .with_columns(**{k: e for c in compiled for k, e in c.stash.items()})
-             .with_columns(**{k: e for c in compiled for k, e in c.raw.items()})
+    frame = rows.lazy()
+    for layer in _layers({k: e for c in compiled for k, e in c.stash.items()}):
+        frame = frame.with_columns(**layer)
+    frame = (frame.with_columns(**{k: e for c in compiled for k, e in c.raw.items()})
              .select("case_id", "test_index", *(c.outcome.alias(f"o{c.key}") for c in compiled))
              .collect().lazy())
     return [_long(frame.select("case_id", "test_index", pl.col(f"o{c.key}").alias("o")), c.key)
             for c in compiled]
+
+
+def _layers(stash: dict[str, pl.Expr]) -> list[dict[str, pl.Expr]]:
+    """The stash in layers: an intermediate reading another comes in a later layer."""
+    layers, rest = [], dict(stash)
+    while rest:
+        layer = {k: e for k, e in rest.items()
+                 if not (set(e.meta.root_names()) & (set(rest) - {k}))}
+        if not layer:
+            raise RuntimeError(f"intermediates depend on each other: {sorted(rest)}")
+        layers.append(layer)
+        rest = {k: e for k, e in rest.items() if k not in layer}
+    return layers
 
 
 def _long(frame: pl.LazyFrame, key: int) -> pl.DataFrame:
@@ -80,16 +94,12 @@ def _long(frame: pl.LazyFrame, key: int) -> pl.DataFrame:
         pl.col("o").struct.field("named_scores")).collect()
 
 
-def compile_assertion(p: Planned, value, providers: dict | None = None) -> Compiled:
-    """The type's verdict, plus what every type shares: negation, non-text outputs, reasons."""
+def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = None) -> Compiled:
+    """The type's verdict, plus what every type shares: negation, non-text outputs, reasons,
+    and rows whose value cannot be used (a template or a value that does not compile)."""
     spec, atype = p.spec, p.atype
-    literal = value if not template.is_template(value) else None
-    # as at parse time: a value-less type (latency with only a threshold) is prepared too
-    prepared = atype.prepare(literal, spec) if atype.prepare and not template.is_template(value) \
-        else None
-    ctx = Ctx(spec=spec, value=template.to_expr(value), literal=literal,
-              threshold=spec.threshold if spec.threshold is not None else atype.default_threshold,
-              prepared=prepared, key=p.key, providers=providers or {})
+    row = RowValues.of(spec, atype.fields, atype.prepare, rows)
+    ctx = _context(p, row, providers or {})
     verdict: Verdict = atype.fn(ctx)
     name = f"__r{p.key}_"
     expect = verdict.expect if isinstance(verdict.expect, pl.Expr) else pl.lit(verdict.expect)
@@ -110,12 +120,13 @@ def compile_assertion(p: Planned, value, providers: dict | None = None) -> Compi
                             pl.col(name + "expect")])
     failed = pl.when(detail.is_null()).then(failed).otherwise(
         pl.concat_str([failed, pl.lit(": "), detail]))
+    value_error = pl.coalesce(ctx.errors) if ctx.errors else pl.lit(None, pl.String)
     kind = pl.col("output_kind")
     accepted = ["text", "json"] if atype.json_ok else ["text"]
     not_text = ~kind.is_in(accepted) if atype.needs_text else pl.lit(False)
-    status = (pl.when(not_text).then(pl.lit("fail")).when(raw.is_null()).then(pl.lit("error"))
+    status = (pl.when(value_error.is_not_null()).then(pl.lit("error")).when(not_text).then(pl.lit("fail")).when(raw.is_null()).then(pl.lit("error"))
               .when(passed).then(pl.lit("pass")).otherwise(pl.lit("fail")))
-    reason = (pl.when(not_text).then(
+    reason = (pl.when(value_error.is_not_null()).then(value_error).when(not_text).then(
                   pl.when(kind == "null").then(pl.lit("output is null"))
                   .otherwise(pl.lit("output is not text (a JSON value)")))
               .when(raw.is_null()).then(pl.coalesce(detail, pl.lit("could not be evaluated")))
@@ -123,28 +134,29 @@ def compile_assertion(p: Planned, value, providers: dict | None = None) -> Compi
               .otherwise(detail))
     outcome = pl.struct(
         status=status,
-        **{"pass": pl.when(not_text).then(False).otherwise(passed)},
-        score=pl.when(not_text).then(0.0).when(raw.is_null()).then(None).otherwise(score),
+        **{"pass": pl.when(value_error.is_not_null()).then(None)
+           .when(not_text).then(False).otherwise(passed)},
+        score=pl.when(value_error.is_not_null()).then(None).when(not_text).then(0.0)
+        .when(raw.is_null()).then(None).otherwise(score),
         reason=reason,
-        named_scores=pl.when(not_text | raw.is_null()).then(None).otherwise(pl.col(name + "named")))
+        named_scores=pl.when(value_error.is_not_null() | not_text | raw.is_null()).then(None)
+        .otherwise(pl.col(name + "named")))
     return Compiled(p.key, ctx.stash, raw_exprs, outcome)
 
 
-def _per_distinct_value(p: Planned, rows: pl.DataFrame, providers: dict) -> pl.DataFrame:
-    """Types that need their value as a literal, given a `{{var}}`: one pass per distinct value."""
-    values = rows.select(template.to_expr(p.spec.value).alias("__value"))["__value"]
-    parts = []
-    for value in values.unique().to_list():
-        subset = rows.filter(values == value) if value is not None else rows.filter(values.is_null())
-        try:
-            if p.atype.prepare:
-                p.atype.prepare(value, p.spec)
-            compiled = compile_assertion(p, value, providers)
-        except ValueError as e:
-            parts.append(_error_rows(p, subset, f"value {value!r}: {e}"))
-            continue
-        parts.extend(_run(subset, [compiled]))
-    return pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame(schema=RESULT_SCHEMA)
+def _context(p: Planned, row: RowValues | None, providers: dict) -> Ctx:
+    spec, atype = p.spec, p.atype
+    threshold = spec.threshold if spec.threshold is not None else atype.default_threshold
+    base = dict(spec=spec, threshold=threshold, key=p.key, providers=providers)
+    if row is not None:
+        ctx = Ctx(value=row.value, literal=None, row=row, **base)
+        ctx.errors.append(row.error)
+    else:
+        fixed = atype.prepare(spec.value, spec) if atype.prepare else spec.value
+        ctx = Ctx(value=literal_text(spec.value), literal=spec.value, fixed=fixed, **base)
+    if atype.prepared_dtype is None:
+        return ctx
+    return dataclasses.replace(ctx, prepared=ctx.column(lambda v: v, atype.prepared_dtype))
 
 
 def _error_rows(p: Planned, rows: pl.DataFrame, reason: str) -> pl.DataFrame:

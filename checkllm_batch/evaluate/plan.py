@@ -12,7 +12,6 @@ import polars as pl
 
 from ..assertions.registry import AssertionType, Kind, lookup
 from ..assertions.sets import SET
-from ..errors import ConfigError, did_you_mean
 from ..spec import template
 from ..spec.model import AssertionSpec, Suite
 
@@ -75,25 +74,11 @@ def build_plan(suite: Suite) -> Plan:
         schema={"test_index": pl.Int32, "assertion_index": pl.Int32, "key": pl.Int32,
                 "type": pl.String, "metric": pl.String, "weight": pl.Float64,
                 "metric_only": pl.Boolean, "parent_index": pl.Int32})
-    names = {v for s in specs for text in _texts(s) for v in template.template_vars(text)}
+    names = {v for s in specs for v in template.template_vars(_texts(s))}
     return Plan(suite, planned, slots, frozenset(names),
                 pl.DataFrame(sets, orient="row", schema=SET_SCHEMA))
 
 
-def _texts(spec: AssertionSpec) -> list[str]:
-    """Texts whose `{{var}}`s come from the case (a rubricPrompt's are the judge's own)."""
-    args = [v for k, v in spec.args.items() if k != "rubricPrompt"]
-    return [v for v in [spec.value, *args] if isinstance(v, str)]
-
-
-def check_vars(plan: Plan, row_vars: set[str]) -> None:
-    """Every `{{var}}` must exist in some test's vars or as a column of the outputs."""
-    known = row_vars | {k for t in plan.suite.tests for k in t.vars}
-    problems = []
-    for p in plan.assertions:
-        for name in sorted({v for t in _texts(p.spec) for v in template.template_vars(t)}):
-            if name not in known:
-                problems.append(f"{p.spec.where}: unknown var {{{{{name}}}}}: no test var and no "
-                                f"outputs column has that name" + did_you_mean(name, known))
-    if problems:
-        raise ConfigError(problems)
+def _texts(spec: AssertionSpec) -> list:
+    """Fields whose `{{var}}`s come from the case (a rubricPrompt's are the judge's own)."""
+    return [spec.value, *(v for k, v in spec.args.items() if k != "rubricPrompt")]

@@ -15,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 
 from ..errors import InputError, did_you_mean
-from ..evaluate.plan import Plan, check_vars
+from ..evaluate.plan import Plan
 from ..spec import template
 from ..spec.model import Suite
 
@@ -35,7 +35,6 @@ class CaseBuilder:
             raise InputError(f"{source}: no `output` column{guess}; columns are: "
                              + ", ".join(schema.names))
         self.row_vars = [n for n in schema.names if n not in CORE]
-        check_vars(plan, set(self.row_vars))
         self.by_name = _test_names(self.suite)
         self.tests = self._tests_frame()
 
@@ -54,8 +53,9 @@ class CaseBuilder:
             head = json.dumps(own, ensure_ascii=False, default=str)[:-1]
             frame["__vars_head"].append(head + ("," if own and self.row_vars else ""))
             frame["__test_prompt"].append(template.render(t.prompt, t.vars) if t.prompt else None)
+            resolved = template.resolve_vars(t.vars)
             for name in test_only:
-                value = t.vars.get(name)
+                value = resolved.get(name)
                 frame[template.var_column(name)].append(
                     None if value is None else template.stringify(value))
         return pl.DataFrame(frame, schema_overrides={"test_index": pl.Int32})
@@ -179,8 +179,12 @@ def _as_text(df: pl.DataFrame, name: str) -> pl.Expr:
     """A var column as Nunjucks would print it into a template."""
     dtype = df.schema[name]
     col = pl.col(name)
-    if dtype == pl.String:
-        return col
+    if dtype == pl.String:  # promptfoo cuts one trailing newline from a string var
+        return col.str.strip_suffix("\n")
+    if dtype.is_float():  # as JavaScript prints a number: 1.0 -> "1"
+        whole = (col == col.round()) & (col.abs() < 1e21)
+        return pl.when(whole).then(col.cast(pl.Int64, strict=False).cast(pl.String)) \
+            .otherwise(col.cast(pl.String))
     if isinstance(dtype, pl.List):
         return col.list.eval(pl.element().cast(pl.String)).list.join(",")
     if isinstance(dtype, pl.Struct):

@@ -279,13 +279,14 @@ def _required_present(atype, value: Any, args: dict, where: Where, problems: _Pr
 
 
 def _check_value(atype, spec: AssertionSpec, where: Where, problems: _Problems) -> None:
-    texts = [v for v in [spec.value, *spec.args.values()] if isinstance(v, str)]
-    for text in texts:
-        bad = template.unsupported_syntax(text)
-        if bad:
-            problems.add(where, f"unsupported template syntax {bad!r}: only {{{{ var }}}} is supported")
-            return
-    if atype.prepare is not None and not template.is_template(spec.value):
+    """Templates must parse; a literal value (without templates) must prepare."""
+    bad = template.syntax_error([spec.value, *spec.args.values()])
+    if bad:
+        problems.add(where, bad)
+        return
+    templated = template.has_template(spec.value) or any(
+        template.has_template(spec.args.get(f)) for f in atype.fields)
+    if atype.prepare is not None and not templated:
         try:
             atype.prepare(spec.value, spec)
         except ValueError as e:

@@ -1,22 +1,30 @@
-"""`{{ var }}` templates, compiled to Polars expressions so per-row values stay columnar.
+"""Assertion fields as columns: a literal is a constant, a template is rendered on each row.
 
-promptfoo renders assertion values with Nunjucks over the test's vars. We support the form
-that suites use for per-row values, `{{ name }}` (whitespace allowed), and compile it to a
-column reference, or a `concat_str` when mixed with text. Vars render as Nunjucks does:
-null as "", booleans as true/false, lists joined with ",".
+promptfoo renders assertion values with Nunjucks over the case's vars (`nunjucks.py`). A
+template that is only text and `{{ name }}` placeholders compiles to a column expression
+over the `var.<name>` columns (the vars as Nunjucks prints them); any other template renders
+once per distinct `vars` of a batch. A list or mapping holding templates renders item by
+item, as promptfoo does, into JSON text.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
 
-_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+from . import nunjucks
+
+_SIMPLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _ANY_TAG = re.compile(r"\{\{|\{%|\{#")
+RENDERED = pl.Struct({"text": pl.String, "error": pl.String})
 
 VAR_PREFIX = "var."
+stringify = nunjucks.js_print
+resolve_vars = nunjucks.resolve_vars
 
 
 def var_column(name: str) -> str:
@@ -27,50 +35,99 @@ def is_template(value: Any) -> bool:
     return isinstance(value, str) and bool(_ANY_TAG.search(value))
 
 
-def template_vars(text: str) -> list[str]:
-    return _VAR.findall(text)
+def has_template(value: Any) -> bool:
+    """A template anywhere in a value: the value itself, a list item or a mapping value."""
+    if isinstance(value, list):
+        return any(has_template(v) for v in value)
+    if isinstance(value, dict):
+        return any(has_template(v) for v in value.values())
+    return is_template(value)
 
 
-def unsupported_syntax(text: str) -> str | None:
-    """The part of `text` that is template syntax we cannot compile, if any."""
-    rest = _VAR.sub("", text)
-    m = _ANY_TAG.search(rest)
-    return rest[m.start(): m.start() + 30] if m else None
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    return [value] if is_template(value) else []
 
 
-def to_expr(value: Any) -> pl.Expr:
-    """A literal, or for a template string the expression rendering it on each row."""
-    if not is_template(value):
-        return pl.lit(value)
-    parts: list[pl.Expr] = []
-    pos = 0
-    for m in _VAR.finditer(value):
-        if m.start() > pos:
-            parts.append(pl.lit(value[pos:m.start()]))
-        parts.append(pl.col(var_column(m.group(1))).fill_null(""))
-        pos = m.end()
-    if pos < len(value):
-        parts.append(pl.lit(value[pos:]))
-    return parts[0] if len(parts) == 1 else pl.concat_str(parts)
+def template_vars(value: Any) -> set[str]:
+    """The vars the templates in `value` read (empty for a template that does not parse)."""
+    names: set[str] = set()
+    for text in _strings(value):
+        if nunjucks.syntax_error(text) is None:
+            names |= nunjucks.referenced_vars(text)
+    return names
+
+
+def syntax_error(value: Any) -> str | None:
+    """Why a template in `value` does not parse, if one does not."""
+    return next((e for e in map(nunjucks.syntax_error, _strings(value)) if e), None)
 
 
 def render(value: Any, vars: dict[str, Any]) -> Any:
-    """Render a template against one set of vars (used at parse time, e.g. metric names)."""
-    if not is_template(value):
-        return value
-    return _VAR.sub(lambda m: stringify(vars.get(m.group(1))), value)
+    """`value` with its templates rendered over one case's vars, as promptfoo does: strings,
+    and the strings of a list (other items stay as they are)."""
+    return _render(value, nunjucks.resolve_vars(vars))
 
 
-def stringify(value: Any) -> str:
-    """A var as Nunjucks prints it."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+def _render(value: Any, vars: dict[str, Any]) -> Any:
     if isinstance(value, list):
-        return ",".join(stringify(v) for v in value)
+        return [_render(v, vars) for v in value]
     if isinstance(value, dict):
-        return "[object Object]"
-    return str(value)
+        return {k: _render(v, vars) for k, v in value.items()}
+    return nunjucks.render(value, vars) if is_template(value) else value
+
+
+def _simple_parts(text: str) -> list[str | tuple[str]] | None:
+    """Text and `(name,)` placeholders, when the template is nothing else."""
+    parts: list[str | tuple[str]] = []
+    pos = 0
+    for m in _SIMPLE.finditer(text):
+        parts += [text[pos:m.start()], (m.group(1),)]
+        pos = m.end()
+    parts.append(text[pos:])
+    return None if any(isinstance(p, str) and _ANY_TAG.search(p) for p in parts) else parts
+
+
+def rendered(value: Any, rows: pl.DataFrame) -> pl.Expr:
+    """Struct {text, error} per row: a template string rendered, or a list / mapping holding
+    templates rendered into JSON text."""
+    if isinstance(value, str):
+        parts = _simple_parts(value)
+        names = [p[0] for p in parts or () if isinstance(p, tuple)]
+        if parts is not None and not _self_referencing(rows, names):
+            text = pl.concat_str([pl.lit(p) if isinstance(p, str)
+                                  else pl.col(var_column(p[0])).fill_null("") for p in parts if p])
+            return pl.struct(text=text, error=pl.lit(None, pl.String))
+        return over_vars(lambda vars: _render(value, vars))
+    return over_vars(lambda vars: json.dumps(_render(value, vars), ensure_ascii=False))
+
+
+def _self_referencing(rows: pl.DataFrame, names: list[str]) -> bool:
+    """Some var used holds a `{{...}}` of its own: promptfoo resolves it from the other vars."""
+    return any(var_column(n) in rows.columns
+               and rows[var_column(n)].str.contains("{{", literal=True).any() for n in names)
+
+
+def over_vars(render_one: Callable[[dict[str, Any]], str]) -> pl.Expr:
+    """{text, error} per row, rendering once per distinct `vars` of the batch."""
+
+    def run(values: pl.Series) -> pl.Series:
+        uniq = values.unique()
+        texts, errors = [], []
+        for raw in uniq.to_list():  # row-wise: a template engine, once per distinct vars
+            try:
+                texts.append(render_one(nunjucks.resolve_vars(json.loads(raw) if raw else {})))
+                errors.append(None)
+            except nunjucks.TemplateError as e:
+                texts.append(None)
+                errors.append(str(e))
+        table = pl.DataFrame({"v": uniq, "text": texts, "error": errors},
+                             schema={"v": pl.String, "text": pl.String, "error": pl.String})
+        return (values.to_frame("v").join(table, on="v", how="left", maintain_order="left",
+                                          nulls_equal=True)
+                .select(pl.struct("text", "error")).to_series())
+
+    return pl.col("vars").map_batches(run, return_dtype=RENDERED)

@@ -1,0 +1,122 @@
+"""An assertion's value on each row, and what the type's `prepare` makes of it.
+
+Every field of an assertion is a column: a literal is the same on every row, a template is
+rendered per row (`spec/template.py`). A row's value and templated fields make one text key
+(the rendered value, or JSON of {value, args} when more than the value is templated). A type
+that compiles its value (a regex, a schema, a list of items) compiles each distinct key once,
+cached across batches; a key that fails to compile is an error on its rows, with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from ..spec import template
+from ..spec.model import AssertionSpec
+
+PREPARED_ERROR = "error"
+_CACHE: dict[tuple[str, str], tuple[Any, str | None]] = {}
+_CACHE_MAX = 200_000
+
+
+@dataclass(frozen=True)
+class RowValues:
+    """The templated parts of one assertion, rendered on each row of a batch."""
+
+    spec: AssertionSpec
+    prepare: Callable[[Any, AssertionSpec], Any] | None
+    key: pl.Expr  # String: the rendered value, or JSON {value, args} when `structured`
+    error: pl.Expr  # String: why the row's templates could not be rendered
+    structured: bool
+
+    @staticmethod
+    def of(spec: AssertionSpec, fields: tuple[str, ...], prepare, rows: pl.DataFrame
+           ) -> RowValues | None:
+        """None when nothing in the value or the type's fields is templated."""
+        args = {k: v for k, v in spec.args.items() if k in fields and template.has_template(v)}
+        if not args and not template.has_template(spec.value):
+            return None
+        structured = bool(args) or not isinstance(spec.value, str)
+        source = {"value": spec.value, "args": args} if structured else spec.value
+        r = template.rendered(source, rows)
+        return RowValues(spec, prepare, r.struct.field("text"), r.struct.field("error"),
+                         structured)
+
+    @property
+    def value(self) -> pl.Expr:
+        """The rendered value as text (JSON text for a list or mapping)."""
+        if not self.structured:
+            return self.key
+        return self.key.str.json_path_match("$.value")
+
+    def spec_for(self, key: str) -> AssertionSpec:
+        if not self.structured:
+            return dataclasses.replace(self.spec, value=key)
+        decoded = json.loads(key)
+        return dataclasses.replace(self.spec, value=decoded["value"],
+                                   args={**self.spec.args, **decoded["args"]})
+
+    def prepared(self, key: str | None) -> tuple[Any, str | None]:
+        """(what `prepare` makes of this row value, or why it cannot), once per distinct key."""
+        if key is None:
+            return None, None  # the template failed: `error` says why
+        cache_key = (self.spec.eval_key(), key)
+        hit = _CACHE.get(cache_key)
+        if hit is None:
+            spec = self.spec_for(key)
+            try:
+                hit = (self.prepare(spec.value, spec) if self.prepare else spec.value), None
+            except ValueError as e:
+                hit = None, f"value {_short(spec.value)}: {e}"
+            if len(_CACHE) >= _CACHE_MAX:
+                _CACHE.clear()
+            _CACHE[cache_key] = hit
+        return hit
+
+    def per_key(self, fn: Callable[[Any], Any], dtype: pl.DataType) -> pl.Expr:
+        """Struct {value, error} per row: `fn(prepared)` once per distinct key."""
+        out = pl.Struct({"value": dtype, PREPARED_ERROR: pl.String})
+
+        def run(keys: pl.Series) -> pl.Series:
+            uniq = keys.unique()
+            values, errors = [], []
+            for key in uniq.to_list():  # row-wise: once per distinct value of the assertion
+                prepared, error = self.prepared(key)
+                values.append(None if error or key is None else fn(prepared))
+                errors.append(error)
+            table = pl.DataFrame({"k": uniq, "value": pl.Series(values, dtype=dtype),
+                                  PREPARED_ERROR: errors},
+                                 schema={"k": pl.String, "value": dtype, PREPARED_ERROR: pl.String})
+            return (keys.to_frame("k").join(table, on="k", how="left", maintain_order="left",
+                                            nulls_equal=True)
+                    .select(pl.struct("value", PREPARED_ERROR)).to_series())
+
+        return self.key.map_batches(run, return_dtype=out)
+
+
+def literal_column(value: Any, dtype: pl.DataType) -> pl.Expr:
+    """A constant column of `dtype` holding `value`."""
+    return pl.lit(pl.Series([value], dtype=dtype)).first()
+
+
+def number(value: Any) -> float | None:
+    """A number, or the text of one (a rendered template); None for anything else."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip()) if value.strip() else None
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return repr(text if len(text) <= 60 else text[:59] + "…")

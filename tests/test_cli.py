@@ -80,8 +80,8 @@ BAD_INPUT = [
     (SUITE, '{"test_id": "capital", "output": "x"}\n{"test_id": "math", output: 1}\n',
      ["outputs.jsonl:2", "malformed JSON line"]),
     (SUITE, [{"output": "x"}], ["no `test_id` column", "2 tests"]),
-    ({"tests": [{"assert": [{"type": "contains", "value": "{{missing}}"}]}]},
-     [{"output": "x"}], ["unknown var {{missing}}"]),
+    ({"tests": [{"assert": [{"type": "contains", "value": "{{ x | nofilter }}"}]}]},
+     [{"output": "x"}], ["template syntax error", "nofilter"]),
     ({"tests": [{"assert": [{"type": "icontain", "value": "x"}]}]}, [{"output": "x"}],
      ['unknown assertion type "icontain"', 'did you mean "icontains"']),
 ]

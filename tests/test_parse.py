@@ -46,7 +46,7 @@ ERRORS = [
     ("tset:\n  - {}\n", ['unknown top-level key "tset"', 'did you mean "tests"']),
     ("tests:\n  - vars: {a: 1}\n    asert: []\n", ['unknown test field "asert"']),
     ("tests:\n  - assert:\n      - type: contains\n        value: '{% if x %}'\n",
-     ["unsupported template syntax"]),
+     ["template syntax error", "endif"]),
     ("derivedMetrics:\n  - name: p\n    value: tp / (tp + fpp)\ntests:\n  - assert:\n"
      "      - {type: contains, value: x, metric: tp}\n      - {type: contains, value: y, metric: fp}\n",
      ['derived metric "p"', 'unknown name "fpp"', 'did you mean "fp"']),

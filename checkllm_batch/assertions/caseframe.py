@@ -16,8 +16,9 @@ import polars as pl
 CORE = ("output", "output_kind", "provider", "prompt", "latency_ms", "cost", "test_id",
         "description", "tool_calls")
 # What identifies a case for user code: equal keys give equal results, so it runs once.
+SCRIPT = "__script"  # a templated script's rendering, when it has one
 KEY = ("output", "output_kind", "vars", "prompt", "provider", "test_id", "description",
-       "tool_calls")
+       "tool_calls", SCRIPT)
 
 
 def all_columns() -> pl.Expr:

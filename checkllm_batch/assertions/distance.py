@@ -8,7 +8,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from .registry import Ctx, Verdict, assertion
-from .text import js_string, quoted
+from .text import quoted
 
 _ASTRAL = r"[\x{10000}-\x{10FFFF}]"
 
@@ -40,13 +40,13 @@ def _string(value, spec) -> None:
 
 
 def _value(ctx: Ctx) -> pl.Expr:
-    return pl.lit(js_string(ctx.literal)) if ctx.literal is not None else ctx.value.cast(pl.String)
+    return ctx.value
 
 
 def _distance(ctx: Ctx, value: pl.Expr) -> pl.Expr:
     """Levenshtein distance between the output and the value in UTF-16 code units, computed
     once per batch and shared by every assertion comparing the same pair."""
-    what = ctx.literal if ctx.literal is not None else ctx.spec.value
+    what = ctx.spec.value
     return ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
         _distances, return_dtype=pl.Float64),
         shared=f"levenshtein(output, {what!r})")

@@ -69,11 +69,11 @@ def _run(engine: str, expression: str, rows: pl.Series) -> pl.Series:
         error=pl.when(pl.col("r").is_null()).then(pl.lit("expression returned NULL"))).to_struct()
 
 
-@assertion("expression", fields=("engine",), prepare=check_expression,
+@assertion("expression", fields=("engine",), prepare=check_expression, templated=False,
            needs_text=False)
 def expression(ctx: Ctx) -> Verdict:
     """A DuckDB SQL (or Polars SQL) expression over the case's columns, run per batch."""
-    engine: str = ctx.prepared
+    engine: str = ctx.fixed
     source: str = ctx.literal
     result = ctx.once(caseframe.all_columns().map_batches(
         lambda rows: _run(engine, source, rows), return_dtype=pl.Struct(RESULT)))

@@ -310,8 +310,8 @@ def meteor(ctx: Ctx) -> Verdict:
         wordnet_dir()
     except WordNetMissing as e:  # every row is an error naming what is missing
         return Verdict(pl.lit(None, pl.Boolean), "have a METEOR score", detail=pl.lit(str(e)))
-    params = ctx.prepared if ctx.literal is not None else _params(None, ctx.spec)
-    value = pl.lit(None, pl.String) if ctx.literal is not None else ctx.value.cast(pl.String)
+    params = ctx.fixed if ctx.row is None else _params(None, ctx.spec)
+    value = pl.lit(None, pl.String) if ctx.row is None else ctx.value
     score = ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
         _batch(params), return_dtype=pl.Float64))
     t = ctx.threshold

@@ -31,9 +31,7 @@ def _references(value: Any, spec: Any) -> list[str] | None:
 
 
 def _refs_expr(ctx: Ctx) -> pl.Expr:
-    if ctx.literal is not None:
-        return pl.lit(pl.Series([ctx.prepared], dtype=pl.List(pl.String))).first()
-    return pl.concat_list(ctx.value.cast(pl.String))
+    return ctx.column(lambda refs: refs, pl.List(pl.String))
 
 
 K = 0x9E3779B97F4A7C15  # odd 64-bit multiplier to combine token hashes into n-gram hashes

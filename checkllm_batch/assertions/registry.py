@@ -129,6 +129,7 @@ class AssertionType:
     needs_text: bool = True  # a null or non-text output fails it
     json_ok: bool = False  # a structured (JSON) output is checked as its JSON text
     prepared_dtype: pl.DataType | None = None  # `Ctx.prepared` is a column of this type
+    templated: bool = True  # False: the value is code or an address, never a template
     negatable: bool = True
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
     value_aliases: tuple[str, ...] = ()  # fields that may hold the value (CheckLLM: reference, ...)

@@ -156,6 +156,20 @@ def _call_rows(script: Script, threshold: float | None, config: Any, rows: list[
     return out
 
 
+def _call_rendered(ctx: Ctx, config: Any, rows: list[dict]) -> dict:
+    """Each row with the script its own vars rendered (a batch function needs one script)."""
+    out: dict[str, list] = {"ok": [], "score": [], "detail": [], "named": []}
+    for row in rows:  # row-wise: user Python code, once per distinct case
+        script, error = ctx.row.prepared(row[caseframe.SCRIPT])
+        if script is not None and script.batch:
+            script, error = None, "a batch check cannot be a template"
+        result = (_call_rows(script, ctx.threshold, config, [row]) if script is not None
+                  else {"ok": [None], "score": [None], "detail": [error], "named": [None]})
+        for name, values in result.items():
+            out[name] += values
+    return out
+
+
 def _call_batch(script: Script, threshold: float | None, rows: pl.Series) -> pl.Series:
     frame = caseframe.case_frame(rows)
     try:
@@ -192,20 +206,27 @@ def batch_result(series: pl.Series, threshold: float | None) -> pl.DataFrame:
                         pl.col("detail").cast(pl.String), pl.col("named").cast(NAMED_SCORES))
 
 
-@assertion("python", kind=Kind.DISTINCT, needs_text=False,
-           prepare=load_script)
+@assertion("python", kind=Kind.DISTINCT, needs_text=False, prepare=load_script)
 def python(ctx: Ctx) -> Verdict:
     """A Python expression or function decides: bool, score, or a GradingResult dict."""
-    script: Script = ctx.prepared
+    script: Script = ctx.fixed
     config = ctx.spec.args.get("config")
 
     def run(rows: pl.Series) -> pl.Series:
+        if ctx.row is not None:  # a templated script: each distinct rendering compiled once
+            return caseframe.over_keys(rows, lambda uniq: _call_rendered(ctx, config, uniq),
+                                       RESULT)
         if script.batch:
             return _call_batch(script, ctx.threshold, rows)
         return caseframe.over_keys(
             rows, lambda uniq: _call_rows(script, ctx.threshold, config, uniq), RESULT)
 
-    result = ctx.once(caseframe.all_columns().map_batches(run, return_dtype=pl.Struct(RESULT)))
-    return Verdict(result.struct.field("ok"), f"pass the python check ({script.source})",
+    columns = caseframe.all_columns() if ctx.row is None else pl.struct(
+        pl.all(), ctx.row.key.alias(caseframe.SCRIPT))
+    result = ctx.once(columns.map_batches(run, return_dtype=pl.Struct(RESULT)))
+    source = (ctx.column(lambda s: s.source, pl.String) if ctx.row is not None
+              else pl.lit(script.source))
+    return Verdict(result.struct.field("ok"),
+                   pl.concat_str([pl.lit("pass the python check ("), source, pl.lit(")")]),
                    score=result.struct.field("score"), detail=result.struct.field("detail"),
                    named=result.struct.field("named"))

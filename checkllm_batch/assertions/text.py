@@ -30,15 +30,6 @@ def quoted(value: pl.Expr | str, limit: int = 80) -> pl.Expr:
     return pl.concat_str([pl.lit('"'), short, pl.lit('"')])
 
 
-def literal_text(value: Any) -> pl.Expr:
-    """A literal value's text: JavaScript's String() of a scalar, JSON of a list or mapping."""
-    if value is None:
-        return pl.lit(None, pl.String)
-    if isinstance(value, (dict, list)):
-        return pl.lit(json.dumps(value, ensure_ascii=False))
-    return pl.lit(js_string(value))
-
-
 @assertion("contains", prepare=lambda v, s: _scalar(v, s))
 def contains(ctx: Ctx) -> Verdict:
     """Output contains the value (case-sensitive substring)."""

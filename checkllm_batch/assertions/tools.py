@@ -42,8 +42,8 @@ def _declared(value: Any, spec: Any, key: str) -> list | None:
 def _calls_and_tools(ctx: Ctx, key: str) -> pl.Expr:
     """The calls, and the declared tools: the case's `tools` column, else the assertion's,
     else those of the case's provider in the suite's `providers:` (promptfoo's source)."""
-    declared = _declared(ctx.literal, ctx.spec, key)
-    fallback = pl.lit(json.dumps(declared) if declared is not None else None, pl.String)
+    fallback = ctx.column(lambda declared: None if declared is None else json.dumps(declared),
+                          pl.String)
     by_provider = {name: found for name, config in ctx.providers.items()
                    if (found := config.get(key, config.get("tools"))) is not None}
     of_provider = pl.col("provider").replace_strict(
@@ -302,9 +302,9 @@ def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str |
            needs_text=False, default_threshold=1.0, prepare=_expected_tools)
 def tool_call_f1(ctx: Ctx) -> Verdict:
     """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
-    expected: tuple[str, ...] = ctx.prepared
-    result = ctx.once(over_distinct_pool(_calls(ctx), _f1_check, expected))
-    parts = result.struct.field("detail").str.split_exact("|", 1)
+    checked = ctx.checked(_f1_check, lambda expected: f"call the tools {', '.join(expected)}"
+                          f" with F1 >= {ctx.threshold:g}", over=_calls(ctx), pooled=True)
+    parts = checked.detail.str.split_exact("|", 1)
     f1 = parts.struct.field("field_0").cast(pl.Float64)
-    return Verdict(f1 >= ctx.threshold, f"call the tools {', '.join(expected)}"
-                   f" with F1 >= {ctx.threshold:g}", score=f1, detail=parts.struct.field("field_1"))
+    return Verdict(f1 >= ctx.threshold, checked.expect, score=f1,
+                   detail=parts.struct.field("field_1"))

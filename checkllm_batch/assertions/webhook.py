@@ -85,10 +85,10 @@ def _run(cfg: dict[str, Any], rows: list[dict]) -> dict[str, list]:
     return {name: [r[i] for r in results] for i, name in enumerate(RESULT)}
 
 
-@assertion("webhook", kind=Kind.DISTINCT, needs_text=False, prepare=settings)
+@assertion("webhook", kind=Kind.DISTINCT, needs_text=False, prepare=settings, templated=False)
 def webhook(ctx: Ctx) -> Verdict:
     """A web service decides: POST {output, context}, read {pass, score, reason}."""
-    cfg: dict[str, Any] = ctx.prepared
+    cfg: dict[str, Any] = ctx.fixed
     result = ctx.once(caseframe.all_columns().map_batches(
         lambda rows: caseframe.over_keys(rows, lambda uniq: _run(cfg, uniq), RESULT),
         return_dtype=pl.Struct(RESULT)))

@@ -15,8 +15,8 @@ import polars as pl
 
 from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
-from ..assertions.text import literal_text
 from ..assertions.values import RowValues
+from ..spec import template
 from .plan import Plan, Planned
 from .sets import combine_sets
 from .verdict import verdict
@@ -99,7 +99,7 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
     and rows whose value cannot be used (a template or a value that does not compile)."""
     spec, atype = p.spec, p.atype
     row = RowValues.of(spec, atype.fields, atype.prepare, rows)
-    ctx = _context(p, row, providers or {})
+    ctx = _context(p, row, rows, providers or {})
     verdict: Verdict = atype.fn(ctx)
     name = f"__r{p.key}_"
     expect = verdict.expect if isinstance(verdict.expect, pl.Expr) else pl.lit(verdict.expect)
@@ -144,7 +144,7 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
     return Compiled(p.key, ctx.stash, raw_exprs, outcome)
 
 
-def _context(p: Planned, row: RowValues | None, providers: dict) -> Ctx:
+def _context(p: Planned, row: RowValues | None, rows: pl.DataFrame, providers: dict) -> Ctx:
     spec, atype = p.spec, p.atype
     threshold = spec.threshold if spec.threshold is not None else atype.default_threshold
     base = dict(spec=spec, threshold=threshold, key=p.key, providers=providers)
@@ -153,7 +153,8 @@ def _context(p: Planned, row: RowValues | None, providers: dict) -> Ctx:
         ctx.errors.append(row.error)
     else:
         fixed = atype.prepare(spec.value, spec) if atype.prepare else spec.value
-        ctx = Ctx(value=literal_text(spec.value), literal=spec.value, fixed=fixed, **base)
+        ctx = Ctx(value=template.text(spec.value, rows), literal=spec.value, fixed=fixed,
+                  **base)
     if atype.prepared_dtype is None:
         return ctx
     return dataclasses.replace(ctx, prepared=ctx.column(lambda v: v, atype.prepared_dtype))

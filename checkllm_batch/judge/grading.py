@@ -33,7 +33,7 @@ class Graded:
 
     @property
     def value(self) -> pl.Expr:
-        return template.to_expr(self.spec.value).cast(pl.String) \
+        return template.text(self.spec.value, self.rows) \
             if not isinstance(self.spec.value, (list, dict)) else pl.lit(None, pl.String)
 
     def arg(self, name: str) -> pl.Expr:
@@ -41,11 +41,7 @@ class Graded:
         value = self.spec.args.get(name)
         if value is None:
             return pl.lit(None, pl.String)
-        if isinstance(value, (list, dict)):
-            import json
-
-            return pl.lit(json.dumps(value, ensure_ascii=False))
-        return template.to_expr(value).cast(pl.String)
+        return template.text(value, self.rows)
 
     def var(self, name: str) -> pl.Expr:
         """A test var (or outputs column) as text; a list var stays its JSON text."""

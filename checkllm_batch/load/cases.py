@@ -58,7 +58,8 @@ class CaseBuilder:
                 value = resolved.get(name)
                 frame[template.var_column(name)].append(
                     None if value is None else template.stringify(value))
-        return pl.DataFrame(frame, schema_overrides={"test_index": pl.Int32})
+        return pl.DataFrame(frame, schema_overrides={
+            "test_index": pl.Int32, **{template.var_column(n): pl.String for n in test_only}})
 
     def build(self, batch: pa.RecordBatch, first_case_id: int) -> pl.DataFrame:
         df = pl.from_arrow(batch)

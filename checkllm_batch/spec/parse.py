@@ -286,6 +286,10 @@ def _check_value(atype, spec: AssertionSpec, where: Where, problems: _Problems) 
         return
     templated = template.has_template(spec.value) or any(
         template.has_template(spec.args.get(f)) for f in atype.fields)
+    if templated and not atype.templated:
+        problems.add(where, f"the value of {atype.name} cannot be a template: it is code or an "
+                     "address, compiled once; read per-row values from the case's vars instead")
+        return
     if atype.prepare is not None and not templated:
         try:
             atype.prepare(spec.value, spec)

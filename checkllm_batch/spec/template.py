@@ -105,6 +105,18 @@ def rendered(value: Any, rows: pl.DataFrame) -> pl.Expr:
     return over_vars(lambda vars: json.dumps(_render(value, vars), ensure_ascii=False))
 
 
+def text(value: Any, rows: pl.DataFrame) -> pl.Expr:
+    """A field's text on each row: a literal's (JSON for a list or mapping), or its rendering
+    (a row whose template fails to render is null)."""
+    if has_template(value):
+        return rendered(value, rows).struct.field("text")
+    if value is None:
+        return pl.lit(None, pl.String)
+    if isinstance(value, (dict, list)):
+        return pl.lit(json.dumps(value, ensure_ascii=False))
+    return pl.lit(stringify(value))
+
+
 def _self_referencing(rows: pl.DataFrame, names: list[str]) -> bool:
     """Some var used holds a `{{...}}` of its own: promptfoo resolves it from the other vars."""
     return any(var_column(n) in rows.columns

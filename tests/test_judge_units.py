@@ -186,31 +186,34 @@ def test_provider_and_rubric_prompt_override(tmp_path):
     assert result.assertion_results["status"].to_list() == ["pass"]
 
 
+def multi_step(r):
+    """A judge for the multi-step types (g-eval, the RAG metrics)."""
+    if r.kind == "embedding":
+        return [1.0, 0.5]
+    text = r.messages[-1][1]
+    if "evaluation steps for that criteria" in text:
+        return '{"steps": ["check"]}'
+    if "Evaluation steps" in text:
+        return '{"score": 9, "reason": "fine"}'
+    if "statements:\n" in text and "Natural language" not in text:
+        return "Paris is the capital.\nIt is in France."
+    if "Natural language" in text:
+        return "Final verdict for each statement in order: Yes. No."
+    if "Generate a question" in text:
+        return "What is the capital?"
+    if "[Attributed]" in text:
+        return "1. x [Attributed]"
+    return "line one\nline two"
+
+
 def test_multi_step_types(tmp_path):
-    def judge(r):
-        if r.kind == "embedding":
-            return [1.0, 0.5]
-        text = r.messages[-1][1]
-        if "evaluation steps for that criteria" in text:
-            return '{"steps": ["check"]}'
-        if "Evaluation steps" in text:
-            return '{"score": 9, "reason": "fine"}'
-        if "statements:\n" in text and "Natural language" not in text:
-            return "Paris is the capital.\nIt is in France."
-        if "Natural language" in text:
-            return "Final verdict for each statement in order: Yes. No."
-        if "Generate a question" in text:
-            return "What is the capital?"
-        if "[Attributed]" in text:
-            return "1. x [Attributed]"
-        return "line one\nline two"
     asserts = ("- type: g-eval\n  value: correct\n"
                "- type: context-faithfulness\n  context: Paris is the capital of France.\n"
                "  query: capital?\n"
                "- type: answer-relevance\n  query: capital?\n"
                "- type: context-recall\n  value: Paris\n  context: Paris is the capital.\n"
                "- type: context-relevance\n  context: \"a\\nb\\nc\\nd\"\n  query: q\n")
-    result, j = run(tmp_path, asserts, ["Paris"], judge=judge)
+    result, j = run(tmp_path, asserts, ["Paris"], judge=multi_step)
     got = result.assertion_results.select("type", "status", pl.col("score").round(6)).rows()
     assert got == [("g-eval", "pass", 0.9), ("context-faithfulness", "pass", 0.5),
                    ("answer-relevance", "pass", 1.0), ("context-recall", "pass", 1.0),

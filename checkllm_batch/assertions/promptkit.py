@@ -3,6 +3,7 @@ names and `params` it maps onto these): lengths, sentences, fields, banned words
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -60,7 +61,7 @@ def _sentences_expect(bounds: tuple[int | None, int | None]) -> str:
 @assertion("sentence-count", value=Value.OPTIONAL, fields=("min", "max"), prepare=_bounds)
 def sentence_count(ctx: Ctx) -> Verdict:
     """The number of sentences (text between runs of . ! ?) is within [min, max]."""
-    lo, hi = (ctx.column(lambda b: b[i], pl.Int64) for i in (0, 1))
+    lo, hi = (ctx.column(lambda b, i=i: b[i], pl.Int64) for i in (0, 1))
     parts = ctx.output.str.count_matches(r"[^.!?\s][^.!?]*")
     n = pl.when((parts == 0) & (ctx.output.str.strip_chars() != "")).then(1).otherwise(parts)
     ok = (lo.is_null() | (n >= lo)) & (hi.is_null() | (n <= hi))
@@ -130,8 +131,13 @@ def _compile_path(value: Any, spec: Any) -> tuple[Any, Any]:
     """(the compiled JMESPath expression, the spec whose fields it is checked against)."""
     if not isinstance(value, str) or not value.strip():
         raise ValueError("value must be a JMESPath expression, e.g. order.status")
+    numbers = {k: number(v) if isinstance(v, str) else v for k, v in spec.args.items()
+               if k in ("min", "max", "min_results", "max_results")}
+    flags = {k: v.strip().lower() == "true" if isinstance(v, str) else v
+             for k, v in spec.args.items() if k in ("allow_wrapped", "extract_json")}
     try:
-        return jmespath.compile(value), spec
+        return jmespath.compile(value), dataclasses.replace(
+            spec, args={**spec.args, **numbers, **flags})
     except jmespath.exceptions.JMESPathError as e:
         raise ValueError(f"invalid JMESPath expression: {e}") from None
 
@@ -197,7 +203,7 @@ def json_path(ctx: Ctx) -> Verdict:
     def expect(p: tuple[Any, Any]) -> str:
         return f"have JSON where {p[1].value} checks out"
 
-    if ctx.spec.args.get("allow_wrapped") or ctx.spec.args.get("extract_json"):
+    if any(ctx.spec.args.get(k) for k in ("allow_wrapped", "extract_json")):  # or templated
         return ctx.checked(_json_path_check, expect)
     # Only outputs that start like JSON reach the parser; the rest fail vectorised.
     candidate = ctx.output.str.contains(r"^[ \t\n\r]*[\[{\"\-0-9tfn]")

@@ -83,7 +83,7 @@ class Ctx:
         `where`: only the rows to check (the others get null)."""
         over = self.output if over is None else over
         if self.row is None:
-            over = over if where is None else pl.when(where).then(over)
+            over = over if where is None else pl.when(where).then(over).otherwise(None)
             fixed = self.fixed
             result = self.once(over_distinct_pool(over, check, fixed) if pooled
                                else over_distinct(over, lambda x: check(x, fixed)))
@@ -98,7 +98,8 @@ class Ctx:
             return (None, None) if error or p["k"] is None else check(p["x"], prepared)
 
         pairs = pl.struct(x=over, k=row.key)
-        result = self.once(over_distinct(pairs if where is None else pl.when(where).then(pairs),
+        result = self.once(over_distinct(
+            pairs if where is None else pl.when(where).then(pairs).otherwise(None),
                                          pair))
         text = (self.column(expect, pl.String) if callable(expect)
                 else (self.column(lambda _: True, pl.Boolean), expect)[1])

@@ -53,7 +53,7 @@ def _words_expect(bounds: tuple[int | None, int | None]) -> str:
 @assertion("word-count", prepare=_word_range)
 def word_count(ctx: Ctx) -> Verdict:
     """The number of whitespace-separated words equals the value, or lies in [min, max]."""
-    low, high = (ctx.column(lambda b: b[i], pl.Int64) for i in (0, 1))
+    low, high = (ctx.column(lambda b, i=i: b[i], pl.Int64) for i in (0, 1))
     words = ctx.output.str.count_matches(WORD)
     within = (low.is_null() | (words >= low)) & (high.is_null() | (words <= high))
     return Verdict(within, ctx.column(_words_expect, pl.String),

@@ -13,6 +13,7 @@ import polars as pl
 
 from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import Kind
+from ..spec import template
 
 if TYPE_CHECKING:
     from ..evaluate.plan import Planned
@@ -30,11 +31,12 @@ def judge_cost(hook: JudgeHook, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
     for q in hook.plan.assertions:  # grade the others first (memoised: graded once a batch)
         if q.kind is Kind.JUDGE and q.spec.type not in ACROSS:
             hook(q, rows if q.tests is None else rows.filter(pl.col("test_index").is_in(q.tests)))
-    limit = float(p.spec.value if p.spec.value is not None else p.spec.threshold)
+    limit = (template.text(p.spec.value, rows).cast(pl.Float64, strict=False)
+             if p.spec.value is not None else pl.lit(float(p.spec.threshold))).alias("limit")
     costs = (pl.concat(hook.case_cost).group_by("case_id").agg(pl.col("cost").sum())
              if hook.case_cost else pl.DataFrame(schema={"case_id": pl.Int64, "cost": pl.Float64}))
-    joined = rows.select("case_id", "test_index").join(costs, on="case_id", how="left")
-    cost = pl.col("cost").fill_null(0.0)
+    joined = rows.select("case_id", "test_index", limit).join(costs, on="case_id", how="left")
+    cost, limit = pl.col("cost").fill_null(0.0), pl.col("limit")
     return _long(p, joined.select(
         "case_id", "test_index", passed=cost <= limit, score=(cost <= limit).cast(pl.Float64),
-        reason=pl.format("judge cost {} USD (limit {})", cost.round(6), pl.lit(limit))))
+        reason=pl.format("judge cost {} USD (limit {})", cost.round(6), limit)))

@@ -13,7 +13,7 @@ import polars as pl
 
 from .distinct import Outcome
 from .registry import Ctx, Kind, Value, Verdict, assertion
-from .text import item_hits, split_items
+from .text import item_hits, plain_items, split_items
 from .values import number
 
 
@@ -76,7 +76,8 @@ def _fields(value: Any, spec: Any) -> list[str]:
     return items
 
 
-@assertion("field-presence", prepare=_fields, prepared_dtype=pl.List(pl.String))
+@assertion("field-presence", prepare=_fields, prepared_dtype=pl.List(pl.String),
+           prepare_column=plain_items)
 def field_presence(ctx: Ctx) -> Verdict:
     """Each listed field name appears in the output (any case); score = share found."""
     hits = item_hits(ctx, ctx.prepared, fold=True)
@@ -201,7 +202,7 @@ def _same(a: Any, b: Any) -> bool:
 def json_path(ctx: Ctx) -> Verdict:
     """A JMESPath expression over the JSON output gives the expected value / items / range."""
     def expect(p: tuple[Any, Any]) -> str:
-        return f"have JSON where {p[1].value} checks out"
+        return f"have JSON where {p[0].expression} checks out"
 
     if any(ctx.spec.args.get(k) for k in ("allow_wrapped", "extract_json")):  # or templated
         return ctx.checked(_json_path_check, expect)

@@ -66,13 +66,19 @@ class Ctx:
         self.stash[name] = expr
         return pl.col(name)
 
-    def column(self, fn: Callable[[Any], Any], dtype: pl.DataType) -> pl.Expr:
-        """`fn(prepared value)` on each row, as a column of `dtype` (once per distinct value)."""
+    def column(self, fn: Callable[[Any], Any], dtype: pl.DataType,
+               vectorised: Callable[[pl.Expr], pl.Expr] | None = None) -> pl.Expr:
+        """`fn(prepared value)` on each row, as a column of `dtype` (once per distinct value).
+        `vectorised`, if given, prepares rendered text values in Polars where it can (null
+        where it cannot: those rows are prepared in Python)."""
         if self.row is None:
             return literal_column(fn(self.fixed), dtype)
-        result = self.once(self.row.per_key(fn, dtype))
+        fast = vectorised(self.row.key) if vectorised and not self.row.structured else None
+        key = self.row.key if fast is None else pl.when(fast.is_null()).then(self.row.key)
+        result = self.once(self.row.per_key(fn, dtype, key))
         self.errors.append(result.struct.field(PREPARED_ERROR))
-        return result.struct.field("value")
+        slow = result.struct.field("value")
+        return slow if fast is None else pl.coalesce(self.once(fast), slow)
 
     def checked(self, check: Callable[[Any, Any], Outcome], expect: str | Callable[[Any], str],
                 over: pl.Expr | None = None, pooled: bool = False, where: pl.Expr | None = None
@@ -130,6 +136,8 @@ class AssertionType:
     needs_text: bool = True  # a null or non-text output fails it
     json_ok: bool = False  # a structured (JSON) output is checked as its JSON text
     prepared_dtype: pl.DataType | None = None  # `Ctx.prepared` is a column of this type
+    # prepares rendered values in Polars where it can (null where it cannot)
+    prepare_column: Callable[[pl.Expr], pl.Expr] | None = None
     templated: bool = True  # False: the value is code or an address, never a template
     negatable: bool = True
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError

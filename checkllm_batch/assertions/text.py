@@ -64,6 +64,8 @@ def split_items(value: Any) -> list[str]:
     if isinstance(value, list):
         return [js_string(v) for v in value]
     text, items, i = js_string(value), [], 0
+    if '"' not in text:  # no quoting: plain comma-separated items
+        return [s for s in (part.strip() for part in text.split(",")) if s]
     while i < len(text):
         if text[i] in " \t\r\n,":
             i += 1
@@ -95,8 +97,14 @@ def _items(value: Any, spec: Any) -> list[str]:
     return items
 
 
-def _listing(items: list[str]) -> str:
-    return ", ".join(json.dumps(s, ensure_ascii=False) for s in items)
+def listing(items: pl.Expr) -> pl.Expr:
+    """A list column as `"a", "b"`: each item a JSON string (quotes, backslashes and line
+    breaks escaped), joined by ", "."""
+    text = pl.element()
+    for raw, escaped in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"),
+                         ("\t", "\\t")):
+        text = text.str.replace_all(raw, escaped, literal=True)
+    return items.list.eval(pl.concat_str([pl.lit('"'), text, pl.lit('"')])).list.join(", ")
 
 
 HITS = pl.Struct({"any": pl.Boolean, "all": pl.Boolean, "missing": pl.String,
@@ -139,12 +147,19 @@ def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
         missing = result.struct.field("missing")
     expect = pl.concat_str([pl.lit(f"contain{' (any case)' if fold else ''} "
                                    f"{'all' if every else 'one'} of "),
-                            ctx.column(_listing, pl.String)])
+                            listing(ctx.prepared)])
     detail = pl.concat_str([pl.lit("missing: "), missing]) if every else None
     return Verdict(found, expect, detail=detail)
 
 
-ITEMS = {"prepare": _items, "prepared_dtype": pl.List(pl.String)}
+def plain_items(text: pl.Expr) -> pl.Expr:
+    """split_items in Polars for text without quotes (null for the rest, and for no items)."""
+    items = text.str.split(",").list.eval(pl.element().str.strip_chars()).list.eval(
+        pl.element().filter(pl.element() != ""))
+    return pl.when(~text.str.contains('"', literal=True) & (items.list.len() > 0)).then(items)
+
+
+ITEMS = {"prepare": _items, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items}
 
 
 @assertion("contains-any", **ITEMS)

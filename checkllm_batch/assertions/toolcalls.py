@@ -17,7 +17,7 @@ import polars as pl
 
 from .distinct import Outcome, over_distinct
 from .registry import Ctx, Kind, Value, Verdict, assertion
-from .text import split_items
+from .text import plain_items, split_items
 from .values import number
 
 Call = tuple[str, Any, Any]  # (name, parsed arguments, error or None)
@@ -113,7 +113,8 @@ def _names(value: Any, spec: Any) -> list[str]:
 
 
 TOOL = {"kind": Kind.DISTINCT, "needs_text": False}
-NAMED = {"prepare": _names, "prepared_dtype": pl.List(pl.String), **TOOL}
+NAMED = {"prepare": _names, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items,
+         **TOOL}
 
 
 def _listed(ctx: Ctx, text: str, sep: str = ", ") -> pl.Expr:

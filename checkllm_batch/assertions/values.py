@@ -21,8 +21,9 @@ from ..spec import template
 from ..spec.model import AssertionSpec
 
 PREPARED_ERROR = "error"
-_CACHE: dict[tuple[str, str], tuple[Any, str | None]] = {}
-_CACHE_MAX = 200_000
+# per assertion (its evaluation key): row value -> (prepared, error); bounded
+_CACHE: dict[str, dict[str, tuple[Any, str | None]]] = {}
+_CACHE_MAX = 100_000
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class RowValues:
     key: pl.Expr  # String: the rendered value, or JSON {value, args} when `structured`
     error: pl.Expr  # String: why the row's templates could not be rendered
     structured: bool
+    identity: str  # the spec's evaluation key: cached values are this assertion's
 
     @staticmethod
     def of(spec: AssertionSpec, fields: tuple[str, ...], prepare, rows: pl.DataFrame
@@ -46,7 +48,7 @@ class RowValues:
         source = {"value": spec.value, "args": args} if structured else spec.value
         r = template.rendered(source, rows)
         return RowValues(spec, prepare, r.struct.field("text"), r.struct.field("error"),
-                         structured)
+                         structured, spec.eval_key())
 
     @property
     def value(self) -> pl.Expr:
@@ -55,32 +57,35 @@ class RowValues:
             return self.key
         return self.key.str.json_path_match("$.value")
 
-    def spec_for(self, key: str) -> AssertionSpec:
+    def spec_for(self, key: str) -> tuple[Any, AssertionSpec]:
+        """(the row's value, the spec with the row's fields)."""
         if not self.structured:
-            return dataclasses.replace(self.spec, value=key)
+            return key, self.spec
         decoded = json.loads(key)
-        return dataclasses.replace(self.spec, value=decoded["value"],
-                                   args={**self.spec.args, **decoded["args"]})
+        return decoded["value"], dataclasses.replace(
+            self.spec, value=decoded["value"], args={**self.spec.args, **decoded["args"]})
 
     def prepared(self, key: str | None) -> tuple[Any, str | None]:
         """(what `prepare` makes of this row value, or why it cannot), once per distinct key."""
         if key is None:
             return None, None  # the template failed: `error` says why
-        cache_key = (self.spec.eval_key(), key)
-        hit = _CACHE.get(cache_key)
+        cache = _CACHE.setdefault(self.identity, {})
+        hit = cache.get(key)
         if hit is None:
-            spec = self.spec_for(key)
+            value, spec = self.spec_for(key)
             try:
-                hit = (self.prepare(spec.value, spec) if self.prepare else spec.value), None
+                hit = (self.prepare(value, spec) if self.prepare else value), None
             except ValueError as e:
-                hit = None, f"value {_short(spec.value)}: {e}"
-            if len(_CACHE) >= _CACHE_MAX:
-                _CACHE.clear()
-            _CACHE[cache_key] = hit
+                hit = None, f"value {_short(value)}: {e}"
+            if len(cache) >= _CACHE_MAX:
+                cache.clear()
+            cache[key] = hit
         return hit
 
-    def per_key(self, fn: Callable[[Any], Any], dtype: pl.DataType) -> pl.Expr:
-        """Struct {value, error} per row: `fn(prepared)` once per distinct key."""
+    def per_key(self, fn: Callable[[Any], Any], dtype: pl.DataType,
+                key: pl.Expr | None = None) -> pl.Expr:
+        """Struct {value, error} per row: `fn(prepared)` once per distinct key (of `key`, the
+        rows to prepare, when not all are)."""
         out = pl.Struct({"value": dtype, PREPARED_ERROR: pl.String})
 
         def run(keys: pl.Series) -> pl.Series:
@@ -90,14 +95,23 @@ class RowValues:
                 prepared, error = self.prepared(key)
                 values.append(None if error or key is None else fn(prepared))
                 errors.append(error)
-            table = pl.DataFrame({"k": uniq, "value": pl.Series(values, dtype=dtype),
+            table = pl.DataFrame({"k": uniq, "value": _series(values, dtype),
                                   PREPARED_ERROR: errors},
                                  schema={"k": pl.String, "value": dtype, PREPARED_ERROR: pl.String})
             return (keys.to_frame("k").join(table, on="k", how="left", maintain_order="left",
                                             nulls_equal=True)
                     .select(pl.struct("value", PREPARED_ERROR)).to_series())
 
-        return self.key.map_batches(run, return_dtype=out)
+        return (self.key if key is None else key).map_batches(run, return_dtype=out)
+
+
+def _series(values: list, dtype: pl.DataType) -> pl.Series:
+    """A Series of `dtype`; lists of strings go through one vectorised split (Polars builds
+    nested lists from Python objects one element at a time)."""
+    if dtype == pl.List(pl.String):
+        joined = [None if v is None else "\x1f".join(v) for v in values]
+        return pl.Series(joined, dtype=pl.String).str.split("\x1f")
+    return pl.Series(values, dtype=dtype)
 
 
 def literal_column(value: Any, dtype: pl.DataType) -> pl.Expr:

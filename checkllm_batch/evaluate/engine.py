@@ -157,7 +157,8 @@ def _context(p: Planned, row: RowValues | None, rows: pl.DataFrame, providers: d
                   **base)
     if atype.prepared_dtype is None:
         return ctx
-    return dataclasses.replace(ctx, prepared=ctx.column(lambda v: v, atype.prepared_dtype))
+    return dataclasses.replace(ctx, prepared=ctx.column(lambda v: v, atype.prepared_dtype,
+                                                        atype.prepare_column))
 
 
 def _error_rows(p: Planned, rows: pl.DataFrame, reason: str) -> pl.DataFrame:

@@ -1,0 +1,127 @@
+"""Every type with a value, timed with a literal value and with a per-row value, side by side.
+
+    .venv/bin/python benchmarks/per_row_values.py [--rows 1000000] [--only equals,regex]
+
+Outputs are all distinct (text of 8-24 Zipf-drawn words). The per-row value comes from a var
+(`{{v}}`) that differs on every row, as an expected answer does in a dataset; the literal run
+uses one value of the same shape. Both go through the real engine (cases built, one batch of
+`--batch-rows` at a time), and each result count is checked before a time is printed. The
+ratio is per-row time / literal time: "every value is a column" asks for at most 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import yaml
+from full_vocabulary import frame
+
+from checkllm_batch.evaluate.engine import evaluate_batch
+from checkllm_batch.evaluate.plan import build_plan
+from checkllm_batch.load.cases import CaseBuilder
+from checkllm_batch.spec.parse import load_suite
+
+Values = Callable[[list[str], random.Random], list]  # outputs -> one value per row
+
+
+def _edit(text: str, rng: random.Random) -> str:
+    """`text` within a few edits: what an expected answer near the output looks like."""
+    chars = list(text)
+    for _ in range(rng.randint(1, 6)):
+        chars[rng.randrange(len(chars))] = rng.choice("abcdefgh ")
+    return "".join(chars)
+
+
+def _word(o: str, rng: random.Random) -> str:
+    return rng.choice(o.split())
+
+
+TYPES: list[tuple[dict, Values]] = [  # (assertion with its literal value, per-row values)
+    ({"type": "equals", "value": "the cat sat."}, lambda os_, r: [
+        o if i % 2 else _edit(o, r) for i, o in enumerate(os_)]),
+    ({"type": "contains", "value": "cat"}, lambda os_, r: [_word(o, r) for o in os_]),
+    ({"type": "icontains", "value": "CAT"}, lambda os_, r: [_word(o, r).upper() for o in os_]),
+    ({"type": "starts-with", "value": "the"}, lambda os_, r: [o[:r.randint(1, 12)] for o in os_]),
+    ({"type": "contains-any", "value": "cat, dog"}, lambda os_, r: [
+        f"{_word(o, r)}, zz{i}" for i, o in enumerate(os_)]),
+    ({"type": "contains-all", "value": "the, cat"}, lambda os_, r: [
+        f"{_word(o, r)}, {_word(o, r)}" for o in os_]),
+    ({"type": "regex", "value": "\\bcat\\w*"}, lambda os_, r: [
+        f"\\b{_word(o, r).rstrip('.')}\\b" for o in os_]),
+    ({"type": "levenshtein", "value": "the cat sat on the mat.", "threshold": 10},
+     lambda os_, r: [_edit(o, r) for o in os_]),
+    ({"type": "similarity", "value": "the cat sat on the mat.", "threshold": 0.8},
+     lambda os_, r: [_edit(o, r) for o in os_]),
+    ({"type": "max-length", "value": 120}, lambda os_, r: [r.randint(40, 200) for _ in os_]),
+    ({"type": "min-length", "value": 40}, lambda os_, r: [r.randint(20, 80) for _ in os_]),
+    ({"type": "word-count", "value": 12}, lambda os_, r: [r.randint(8, 24) for _ in os_]),
+    ({"type": "sentence-count", "value": 1}, lambda os_, r: [r.randint(1, 3) for _ in os_]),
+    ({"type": "field-presence", "value": "the, cat"}, lambda os_, r: [
+        f"{_word(o, r)}, {_word(o, r)}" for o in os_]),
+    ({"type": "content-excludes", "value": "money, bank"}, lambda os_, r: [
+        f"{_word(o, r)}, zz{i}" for i, o in enumerate(os_)]),
+    ({"type": "finish-reason", "value": "stop"}, lambda os_, r: [
+        r.choice(["stop", "length"]) for _ in os_]),
+    ({"type": "rouge-n", "value": "the quick brown fox."}, lambda os_, r: [
+        _edit(o, r) for o in os_]),
+    ({"type": "bleu", "value": "the quick brown fox."}, lambda os_, r: [_edit(o, r) for o in os_]),
+]
+
+
+def seconds(assertion: dict, rows: pl.DataFrame, batch_rows: int, tmp: Path) -> float:
+    """Engine time over `rows` in batches (cases built outside the timing)."""
+    (tmp / "s.yaml").write_text(yaml.safe_dump({"assert": [assertion]}), encoding="utf-8")
+    plan = build_plan(load_suite(tmp / "s.yaml"))
+    table = rows.to_arrow()
+    builder = CaseBuilder(plan, table.schema, "bench")
+    total, count = 0.0, 0
+    for batch in table.to_batches(max_chunksize=batch_rows):
+        cases = builder.build(batch, count)
+        start = time.perf_counter()
+        results, _ = evaluate_batch(plan, cases)
+        total += time.perf_counter() - start
+        assert results.height == batch.num_rows and results["status"].null_count() == 0
+        count += batch.num_rows
+    assert count == rows.height
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--batch-rows", type=int, default=100_000)
+    ap.add_argument("--only", help="comma-separated types to time (default: all)")
+    ap.add_argument("--repeat", type=int, default=2, help="best of this many timings")
+    args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else None
+    print(f"{args.rows:,} cases, all outputs distinct, {os.cpu_count()} cores, load average "
+          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
+    base = frame("text", args.rows)
+    outputs = base["output"].to_list()
+    print("| type | literal cases/s | per-row cases/s (all distinct) | per-row / literal time |")
+    print("|---|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for assertion, values in TYPES:
+            if only and assertion["type"] not in only:
+                continue
+            per_row_values = values(outputs, random.Random(3))
+            rows = base.with_columns(v=pl.Series(per_row_values))
+            templated = {**assertion, "value": "{{v}}"}
+            lit = min(seconds(assertion, rows, args.batch_rows, Path(tmp))
+                      for _ in range(args.repeat))
+            per = min(seconds(templated, rows, args.batch_rows, Path(tmp))
+                      for _ in range(args.repeat))
+            print(f"| {assertion['type']} | {args.rows / lit:,.0f} | {args.rows / per:,.0f} "
+                  f"| {per / lit:.2f}x |", flush=True)
+    print(f"\nload average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

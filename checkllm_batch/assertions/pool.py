@@ -104,9 +104,14 @@ def _shared(run: Callable[[list], list[Outcome]], chunks: list[list]) -> list[li
     futures: dict[int, Future] = {}
     front, back = 0, len(chunks)
     while front < back:
-        while front < back and sum(not f.done() for f in futures.values()) < 2 * (workers() - 1):
+        while pool and front < back and \
+                sum(not f.done() for f in futures.values()) < 2 * (workers() - 1):
+            try:
+                futures[back - 1] = pool.submit(run, chunks[back - 1])
+            except BrokenProcessPool:  # a worker died before this chunk was sent
+                pool = _POOL = None
+                break
             back -= 1
-            futures[back] = pool.submit(run, chunks[back])
         if front < back:
             out[front] = run(chunks[front])
             front += 1

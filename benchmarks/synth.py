@@ -64,7 +64,10 @@ defaultTest:
         properties:
           confidence: {type: number, minimum: 0, maximum: 1}
     - type: equals
-      value: "Answer: done"
+      value: "{{reference}}"
     - type: similarity
       value: "{{reference}}"
 """
+# The same suite with one value for every row where SUITE reads each row's vars.
+LITERAL_SUITE = (SUITE.replace('"{{expected}}"', '"energy"')
+                 .replace('"{{reference}}"', '"Answer: case 1: the model answer energy light"'))

@@ -172,8 +172,16 @@ def moved(assertion: dict, row: dict, tag: str) -> tuple[dict, dict]:
         return "{{ " + name + " }}"
 
     for field in ("value", *atype.fields, *atype.value_aliases):
-        if field in out and out[field] is not None and field not in LITERAL_ONLY:
-            out[field] = into_var(out[field], field)
+        value = out.get(field)
+        if value is None or field in LITERAL_ONLY:
+            continue
+        if field == "value" and isinstance(value, dict):
+            continue  # promptfoo renders a value's strings and a list's strings, not a mapping
+        if field == "value" and isinstance(value, list):
+            out[field] = [into_var(v, f"value_{i}") if isinstance(v, str) else v
+                          for i, v in enumerate(value)]
+            continue
+        out[field] = into_var(value, field)
     return out, row
 
 

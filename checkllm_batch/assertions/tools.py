@@ -17,6 +17,7 @@ import jsonschema_rs
 import orjson
 import polars as pl
 
+from ..spec import template
 from .pool import over_distinct_pool
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
@@ -46,9 +47,10 @@ def _calls_and_tools(ctx: Ctx, key: str) -> pl.Expr:
                           pl.String)
     by_provider = {name: found for name, config in ctx.providers.items()
                    if (found := config.get(key, config.get("tools"))) is not None}
-    of_provider = pl.col("provider").replace_strict(
-        list(by_provider), [json.dumps(v) for v in by_provider.values()], default=None,
-        return_dtype=pl.String) if by_provider else pl.lit(None, pl.String)
+    of_provider = pl.lit(None, pl.String)
+    for name, found in by_provider.items():  # rendered with each case's vars, as promptfoo does
+        of_provider = pl.when(pl.col("provider") == name).then(template.text(found)) \
+            .otherwise(of_provider)
     return pl.struct(calls=_calls(ctx),
                      tools=pl.coalesce(pl.col("tools"), fallback, of_provider))
 

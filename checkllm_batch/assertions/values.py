@@ -42,11 +42,13 @@ class RowValues:
            ) -> RowValues | None:
         """None when nothing in the value or the type's fields is templated."""
         args = {k: v for k, v in spec.args.items() if k in fields and template.has_template(v)}
-        if not args and not template.has_template(spec.value):
+        if not args and not template.value_has_template(spec.value):
             return None
         structured = bool(args) or not isinstance(spec.value, str)
-        source = {"value": spec.value, "args": args} if structured else spec.value
-        r = template.rendered(source, rows)
+        r = template.rendered(spec.value, rows) if not structured else template.over_vars(
+            lambda vars: json.dumps({"value": template.render_value(spec.value, vars),
+                                     "args": template.render_field(args, vars)},
+                                    ensure_ascii=False))
         return RowValues(spec, prepare, r.struct.field("text"), r.struct.field("error"),
                          structured, spec.eval_key())
 

@@ -284,7 +284,7 @@ def _check_value(atype, spec: AssertionSpec, where: Where, problems: _Problems) 
     if bad:
         problems.add(where, bad)
         return
-    templated = template.has_template(spec.value) or any(
+    templated = template.value_has_template(spec.value) or any(
         template.has_template(spec.args.get(f)) for f in atype.fields)
     if templated and not atype.templated:
         problems.add(where, f"the value of {atype.name} cannot be a template: it is code or an "

@@ -44,6 +44,26 @@ def has_template(value: Any) -> bool:
     return is_template(value)
 
 
+def value_has_template(value: Any) -> bool:
+    """What promptfoo renders in an assertion's value: a string, or a list's strings (a
+    mapping, and anything inside a list item that is not a string, stays as written)."""
+    if isinstance(value, list):
+        return any(is_template(v) for v in value)
+    return is_template(value)
+
+
+def render_value(value: Any, vars: dict[str, Any]) -> Any:
+    """An assertion's value rendered over resolved vars, as promptfoo does (see above)."""
+    if isinstance(value, list):
+        return [nunjucks.render(v, vars) if is_template(v) else v for v in value]
+    return nunjucks.render(value, vars) if is_template(value) else value
+
+
+def render_field(value: Any, vars: dict[str, Any]) -> Any:
+    """Any other field rendered over resolved vars: every template string in it."""
+    return _render(value, vars)
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
@@ -91,13 +111,13 @@ def _simple_parts(text: str) -> list[str | tuple[str]] | None:
     return None if any(isinstance(p, str) and _ANY_TAG.search(p) for p in parts) else parts
 
 
-def rendered(value: Any, rows: pl.DataFrame) -> pl.Expr:
+def rendered(value: Any, rows: pl.DataFrame | None) -> pl.Expr:
     """Struct {text, error} per row: a template string rendered, or a list / mapping holding
     templates rendered into JSON text."""
     if isinstance(value, str):
         parts = _simple_parts(value)
         names = [p[0] for p in parts or () if isinstance(p, tuple)]
-        if parts is not None and not _self_referencing(rows, names):
+        if parts is not None and rows is not None and not _self_referencing(rows, names):
             text = pl.concat_str([pl.lit(p) if isinstance(p, str)
                                   else pl.col(var_column(p[0])).fill_null("") for p in parts if p])
             return pl.struct(text=text, error=pl.lit(None, pl.String))
@@ -105,7 +125,7 @@ def rendered(value: Any, rows: pl.DataFrame) -> pl.Expr:
     return over_vars(lambda vars: json.dumps(_render(value, vars), ensure_ascii=False))
 
 
-def text(value: Any, rows: pl.DataFrame) -> pl.Expr:
+def text(value: Any, rows: pl.DataFrame | None = None) -> pl.Expr:
     """A field's text on each row: a literal's (JSON for a list or mapping), or its rendering
     (a row whose template fails to render is null)."""
     if has_template(value):

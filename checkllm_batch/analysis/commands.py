@@ -27,6 +27,7 @@ def compare_command(run_a: str, run_b: str, db: str, all_metrics: bool) -> None:
     """Compare RUN_A with RUN_B: cases that regressed (passed in A, not in B) or improved,
     and the change of each metric.
 
+    A run is its id, a unique prefix of it, `last` or `previous` (compare previous last).
     Cases are matched by test_id + provider + prompt + vars (then by order within that key).
     Exit code: 0 when nothing regressed, 1 when any case regressed, 2 on bad input."""
     comparison = Results(db).compare(run_a, run_b)

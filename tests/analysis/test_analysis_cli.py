@@ -32,6 +32,30 @@ def test_compare_exits_0_when_nothing_regressed(two_runs):
     assert same.exit_code == 0 and "0 regressed, 0 improved, 18 unchanged" in same.output
 
 
+RUN_NAMES = [  # (a, b) as typed, (a, b) meant: two_runs holds runs A then B
+    (("previous", "last"), ("a", "b")),
+    (("last", "previous"), ("b", "a")),
+    (("{a8}", "{b}"), ("a", "b")),  # a unique prefix
+    (("previous", "latest"), ("a", "b")),
+]
+
+
+@pytest.mark.parametrize("typed, meant", RUN_NAMES)
+def test_compare_takes_last_previous_and_prefixes(two_runs, typed, meant):
+    db, run_a, run_b = two_runs
+    ids = {"a": run_a, "b": run_b}
+    args = [t.format(a8=run_a[:-3], b=run_b) for t in typed]
+    result = invoke("compare", "--db", db, *args)
+    assert result.output.startswith(f"{ids[meant[0]]} -> {ids[meant[1]]}:"), result.output
+
+
+def test_compare_previous_needs_two_runs(tmp_path, label_suite):
+    db = tmp_path / "one.duckdb"
+    cb.evaluate(label_suite, pl.DataFrame({"output": ["x"], "label": ["x"]}), db=db).con.close()
+    result = invoke("compare", "--db", db, "previous", "last")
+    assert result.exit_code == 2 and "no 'previous' run: the database has 1 run(s)" in result.output
+
+
 def test_compare_by_case_identity_not_row_order(tmp_path):
     """Rows reordered and one provider dropped: cases still line up; dropped ones are
     'removed', not regressions; a repeated key is matched by its order of occurrence."""

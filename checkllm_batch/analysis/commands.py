@@ -64,12 +64,14 @@ def export_command(db: str, run_id: str | None, directory: str) -> None:
 
 @click.command("report")
 @click.option("--db", default="results.duckdb", show_default=True)
-@click.option("--run", "run_id", help="Run id (default: the last run).")
+@click.option("--run", "run_id", help="Run id, a unique prefix, 'last' or 'previous' "
+              "(default: the last run).")
 @click.option("--output", "-o", "path", default="report.html", show_default=True,
               type=click.Path(dir_okay=False))
 @user_errors
 def report_command(db: str, run_id: str | None, path: str) -> None:
     """Write a self-contained HTML report of a run: summary, charts per provider and metric,
-    failures with reasons, judge cost. No network needed to view it."""
+    judge cost, and a tests x providers matrix with filters, search and each case's output,
+    rendered prompt, vars and reasons. No network needed to view it."""
     written = Results(db).report(path, run_id)
     click.echo(f"report: {written}")

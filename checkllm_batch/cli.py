@@ -56,8 +56,8 @@ def main() -> None:
 @click.option("--judge-tpm", type=float, help="Judge tokens per minute at most.")
 @click.option("--max-cost", type=float, help="Judge budget in USD: past it, no call is sent "
               "and the remaining graded assertions end as errors.")
-@click.option("--no-cache", is_flag=True, help="Send every judge call again, even those "
-              "answered in earlier runs (judge_calls).")
+@click.option("--no-cache", is_flag=True, help="Send every judge call, none answered from "
+              "judge_calls (earlier runs, or with --resume this one).")
 @click.option("--dry-run", is_flag=True, help="Print the judge calls planned, estimated tokens "
               "and cost; send nothing and write no run.")
 @click.option("--resume", "resume", metavar="RUN", help="Re-run an interrupted run in place: "

@@ -58,6 +58,7 @@ def _drive(page) -> dict:
     page.select_option("#f-provider", label="local")
     page.locator("#matrix tbody tr").filter(has_text="t5").locator("button.cell").click()
     seen["panel"] = page.inner_text("#panel")
+    seen["first_assertion"] = page.locator("#panel table.asserts tr").nth(1).inner_text()
     page.keyboard.press("Escape")
     seen["panel_hidden"] = page.locator("#panel").is_hidden()
     return seen
@@ -146,13 +147,19 @@ def test_matrix_has_a_column_per_provider_and_cells_per_case(rendered):
 
 
 PANEL = ["t5 — local", "FAIL", "(null output)", "You have been selected!!!",  # vars
-         "output is null", "equals", "spam"]  # reason; the value {{label}} rendered
+         "output is null"]  # the reason
 
 
 @pytest.mark.parametrize("words", PANEL)
 def test_opening_a_cell_shows_its_case(rendered, words):
     assert words in rendered["matrix"]["panel"]
     assert rendered["matrix"]["panel_hidden"]
+
+
+def test_assertion_values_are_rendered_with_the_vars(rendered):
+    # t5's first assertion: equals "{{label}}" (metric accuracy), label = spam
+    cells = rendered["matrix"]["first_assertion"].split("\t")
+    assert cells[:5] == ["equals", "accuracy", "fail", "0", "spam"], cells
 
 
 def test_outputs_are_text_never_markup(rendered):

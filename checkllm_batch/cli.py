@@ -13,6 +13,7 @@ import polars as pl
 from . import api
 from .analysis.commands import compare_command, export_command, report_command
 from .cli_support import EXIT_FAILED, FORMATS, UserError, emit, show, show_relation, user_errors
+from .errors import InputError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -123,6 +124,23 @@ def _check_output_flag(spec, outputs: str | None, output_path: str | None) -> No
         raise UserError(f"-o/--output names the results file to write, as in promptfoo; "
                         f"give the outputs to score with --outputs (e.g. --outputs "
                         f"{output_path})")
+    if _looks_like_outputs(output_path):
+        raise UserError(f"-o {output_path} holds outputs to score (an output column, no "
+                        "status): -o writes the results, as in promptfoo, and would replace "
+                        "it; give it with --outputs, or another name to -o")
+
+
+def _looks_like_outputs(path: str) -> bool:
+    """An existing dataset with an `output` column and no verdict: not our results file."""
+    from .load.outputs import FORMATS, read_batches
+
+    if not Path(path).is_file() or Path(path).suffix.lower() not in FORMATS:
+        return False
+    try:
+        names = next(read_batches(path, 1)).schema.names
+    except (InputError, StopIteration):  # unreadable or empty: no dataset to lose
+        return False
+    return "output" in names and "status" not in names
 
 
 def _filtered(spec, outputs: str | None, filters, batch_rows: int):

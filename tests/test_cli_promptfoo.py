@@ -102,6 +102,20 @@ def test_dash_o_in_its_old_meaning_is_refused_and_the_file_kept(files):
     assert outs.read_text() == before
 
 
+def test_dash_o_never_replaces_a_dataset_of_outputs(tmp_path, files):
+    _, outs, db = files
+    inline = write_suite(tmp_path, {"tests": [{"description": "d", "providerOutput": "hi ✓",
+                                               "assert": [{"type": "contains", "value": "hi"}]}]},
+                         name="inline.yaml")
+    before = outs.read_text()
+    result = invoke("eval", inline, "-o", outs, "--db", db)
+    assert result.exit_code == 2 and "holds outputs to score" in result.output
+    assert outs.read_text() == before
+    results = tmp_path / "results.jsonl"  # our own results file may be written again
+    for _ in range(2):
+        assert invoke("eval", inline, "-o", results, "--db", db).exit_code == 0
+
+
 def test_dash_o_cannot_overwrite_the_outputs(files):
     suite, outs, db = files
     result = invoke("eval", suite, "--outputs", outs, "-o", outs, "--db", db)

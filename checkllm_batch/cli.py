@@ -4,7 +4,6 @@ print one line, exit 2."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 import duckdb
@@ -12,8 +11,8 @@ import polars as pl
 
 from . import api
 from .analysis.commands import compare_command, export_command, report_command
+from .cli_eval import check_output_flag, filtered, suite_path, warn_without_judge, write_output
 from .cli_support import EXIT_FAILED, FORMATS, UserError, emit, show, show_relation, user_errors
-from .errors import InputError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,105 +79,27 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
     from .load.filters import Filters
     from .spec.parse import load_suite
 
-    spec = load_suite(_suite_path(suite, config_path))
-    _check_output_flag(spec, outputs, output_path)
+    spec = load_suite(suite_path(suite, config_path))
+    check_output_flag(spec, outputs, output_path)
     judge_config = JudgeConfig.from_sources(
         spec.judge, model=judge_model, base_url=judge_base_url, api_key_env=judge_key_env,
         mode=judge_mode, concurrency=judge_concurrency, rpm=judge_rpm, tpm=judge_tpm,
         max_cost=max_cost, cache=False if no_cache else None)
     filters = Filters(filter_pattern, filter_first_n, filter_sample)
-    source = _filtered(spec, outputs, filters, batch_rows)
+    source = filtered(spec, outputs, filters, batch_rows)
     if dry_run:
         _print_plan(api.dry_run(spec, source, db=db, batch_rows=batch_rows,
                                 judge_config=judge_config), judge_config)
         return
-    _warn_without_judge(spec, judge_config)
+    warn_without_judge(spec, judge_config)
     config = {"outputs": outputs, "db": db, "batch_rows": batch_rows,
               "filters": filters.record() or None}
     run = api.evaluate(spec, source, db=db, batch_rows=batch_rows, progress=progress,
                        config=config, judge_config=judge_config, resume=resume)
     if output_path:
-        _write_output(run, output_path)
+        write_output(run, output_path)
     totals = _print_run(run, db, fmt)
     sys.exit(0 if totals["pass"] == totals["cases"] else EXIT_FAILED)
-
-
-def _suite_path(suite: str | None, config_path: str | None) -> str:
-    if suite and config_path and suite != config_path:
-        raise UserError(f"two suites given: {suite} and -c {config_path}; give one")
-    if not (suite or config_path):
-        raise UserError("no suite: checkllm-batch eval SUITE.yaml (or -c SUITE.yaml)")
-    return suite or config_path  # type: ignore[return-value]
-
-
-def _check_output_flag(spec, outputs: str | None, output_path: str | None) -> None:
-    """-o is the results file to write, as in promptfoo; it used to name the outputs to
-    read, so a run with -o and nothing to score says so instead of overwriting them."""
-    if output_path is None:
-        return
-    if outputs is not None and Path(outputs).resolve() == Path(output_path).resolve():
-        raise UserError(f"-o {output_path} is the outputs file: -o writes the results, "
-                        "give it another name")
-    if outputs is None and not (spec.inline_tests and all(t.output is not None
-                                                           for t in spec.tests)):
-        raise UserError(f"-o/--output names the results file to write, as in promptfoo; "
-                        f"give the outputs to score with --outputs (e.g. --outputs "
-                        f"{output_path})")
-    if _looks_like_outputs(output_path):
-        raise UserError(f"-o {output_path} holds outputs to score (an output column, no "
-                        "status): -o writes the results, as in promptfoo, and would replace "
-                        "it; give it with --outputs, or another name to -o")
-
-
-def _looks_like_outputs(path: str) -> bool:
-    """An existing dataset with an `output` column and no verdict: not our results file."""
-    from .load.outputs import FORMATS, read_batches
-
-    if not Path(path).is_file() or Path(path).suffix.lower() not in FORMATS:
-        return False
-    try:
-        names = next(read_batches(path, 1)).schema.names
-    except (InputError, StopIteration):  # unreadable or empty: no dataset to lose
-        return False
-    return "output" in names and "status" not in names
-
-
-def _filtered(spec, outputs: str | None, filters, batch_rows: int):
-    """The outputs, or only the rows the --filter-* options keep (as one table)."""
-    if not filters:
-        return outputs
-    from .load.filters import apply
-    from .load.outputs import read_batches
-
-    batches = (read_batches(outputs, batch_rows) if outputs is not None
-               else iter(api.inline_outputs(spec).to_batches(batch_rows)))
-    table = apply(filters, spec, batches)
-    if table.num_rows == 0:
-        raise UserError(f"the filters {filters.record()} keep no case")
-    return table
-
-
-def _warn_without_judge(spec, judge_config) -> None:
-    """Model-graded assertions with no judge end as errors: say so before the run starts."""
-    if judge_config.enabled:
-        return
-    from .assertions.registry import Kind
-    from .evaluate.plan import build_plan
-
-    graded = [p.spec.type for p in build_plan(spec).assertions if p.kind is Kind.JUDGE]
-    if graded:
-        types = ", ".join(sorted(set(graded)))
-        click.echo(f"warning: no judge configured: {len(graded)} model-graded assertion(s) "
-                   f"({types}) will end as errors; set --judge-model (with --judge-base-url, "
-                   "--judge-key-env) or a judge: block in the suite", err=True)
-
-
-def _write_output(run: api.Run, path: str) -> None:
-    from .analysis.export import write_results
-    from .analysis.results import Results
-
-    written = write_results(Results(run.con), run.run_id, Path(path))
-    click.echo(f"results written to {written}", err=True)
 
 
 def _print_run(run: api.Run, db: str, fmt: str) -> dict:

@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import write_suite
+from conftest import ROOT, write_suite
 from judge_server import JudgeServer
 
 from checkllm_batch.cli import main
@@ -258,3 +258,16 @@ def test_no_cache_sends_again_and_dash_j_is_concurrency(tmp_path, monkeypatch):
         "SELECT config FROM runs ORDER BY started_at").fetchall()]
     assert [c["judge"]["concurrency"] for c in configs] == [2, 2, 2]
     assert [c["judge"]["cache"] for c in configs] == [True, True, False]
+
+
+def test_promptfoo_config_and_results_file_as_a_promptfoo_user_has_them(tmp_path):
+    here = ROOT / "tests" / "promptfoo_results"
+    db = tmp_path / "r.duckdb"
+    result = invoke("eval", "-c", here / "promptfooconfig.yaml", "--outputs",
+                    here / "results.json", "--db", db, "--format", "json", "-o",
+                    tmp_path / "scored.csv")
+    document = json.loads(result.stdout)
+    # promptfoo 0.123.1 on the same file: 8 passed, 4 failed (the 'empty answer' test)
+    assert (document["cases"], document["pass"], document["fail"]) == (12, 8, 4)
+    assert {r["provider"] for r in document["summary"]} == {"model-a", "model-b"}
+    assert pl.read_csv(tmp_path / "scored.csv").height == 12

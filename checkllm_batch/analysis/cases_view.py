@@ -36,7 +36,7 @@ p AS (SELECT *, row_number() OVER (ORDER BY first) - 1 AS row
 SELECT p.row, c.* EXCLUDE (row_key) FROM c JOIN p USING (test_index, row_key)
 ORDER BY p.row, c.case_id"""
 _TOTALS = """
-SELECT count(*) AS tests, count(*) FILTER (bad) AS bad_tests, sum(n)::BIGINT AS cases
+SELECT count(*) AS tests, count(*) FILTER (bad) AS bad_tests, coalesce(sum(n), 0)::BIGINT AS cases
 FROM (SELECT bool_or(t.status <> 'pass') AS bad, count(*) AS n
       FROM cases c JOIN test_results t USING (run_id, case_id) WHERE c.run_id = $run
       GROUP BY coalesce(c.test_index, -1),

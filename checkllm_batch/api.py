@@ -13,7 +13,6 @@ import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm import tqdm
 
 from .assertions import pool
 from .errors import InputError
@@ -23,6 +22,7 @@ from .judge.config import JudgeConfig
 from .judge.protocol import Judge
 from .load.cases import CaseBuilder
 from .load.outputs import read_ahead, read_batches
+from .progress import RunProgress
 from .spec.model import Suite
 from .spec.parse import load_suite
 from .store import results as store
@@ -107,7 +107,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     run_id = store.resume_run(con, resume) if resume else \
         store.start_run(con, suite, source, config)
     hook = open_hook(plan, con, run_id, judge_config, judge=judge, progress=progress)
-    bar = tqdm(total=total, unit="cases", disable=None if progress else True, leave=False)
+    bar = RunProgress(run_id, total, progress, hook.runner)
     done = 0
     # One writer thread: DuckDB stores batch k while Polars evaluates batch k + 1.
     writer = ThreadPoolExecutor(max_workers=1)
@@ -122,7 +122,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
                 pending.result()
             pending = writer.submit(store.append, con, run_id, cases, results, tests)
             done += batch.num_rows
-            bar.update(batch.num_rows)
+            bar.update(tests, batch.num_rows)
         writer.shutdown(wait=True)
         if pending is not None:
             pending.result()

@@ -7,26 +7,42 @@ import sys
 
 import click
 import duckdb
+import polars as pl
 
 from . import api
 from .analysis.commands import compare_command, export_command, report_command
-from .cli_support import EXIT_FAILED, UserError, show, user_errors
+from .cli_eval import check_output_flag, filtered, suite_path, warn_without_judge, write_output
+from .cli_support import EXIT_FAILED, FORMATS, UserError, emit, show, show_relation, user_errors
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="checkllm-batch")
 def main() -> None:
     """Score datasets of LLM outputs against promptfoo-style suites, into DuckDB."""
 
 
 @main.command("eval")
-@click.argument("suite", type=click.Path(dir_okay=False))
-@click.option("--outputs", "-o", help="Outputs: .jsonl, .csv, .parquet, .arrow, or "
-              "duckdb:file.duckdb:table. Optional when tests carry providerOutput.")
+@click.argument("suite", type=click.Path(dir_okay=False), required=False)
+@click.option("--config", "-c", "config_path", type=click.Path(dir_okay=False),
+              help="The suite (promptfoo's -c); the same as the SUITE argument.")
+@click.option("--outputs", help="Outputs to score: .jsonl, .csv, .parquet, .arrow, "
+              "duckdb:file.duckdb:table, or promptfoo's results file (promptfoo eval -o "
+              "results.json / .jsonl). Optional when tests carry providerOutput.")
+@click.option("--output", "-o", "output_path", type=click.Path(dir_okay=False),
+              help="Also write this run's results to FILE, as promptfoo's -o: .json, .jsonl, "
+              ".csv, .parquet, or .html (the report).")
 @click.option("--db", default="results.duckdb", show_default=True, help="Results database.")
 @click.option("--batch-rows", default=api.BATCH_ROWS, show_default=True,
               help="Rows per batch: peak memory follows this, not the dataset size.")
+@click.option("--filter-pattern", metavar="REGEX",
+              help="Only cases whose test description matches REGEX.")
+@click.option("--filter-first-n", type=click.IntRange(min=0), metavar="N",
+              help="Only the first N cases.")
+@click.option("--filter-sample", type=click.IntRange(min=0), metavar="N",
+              help="Only N cases drawn at random (after the other filters).")
 @click.option("--progress/--no-progress", default=True, help="Progress bar (only on a terminal).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="How to print the summary: tables, or JSON / CSV for scripts.")
 @click.option("--judge-model", help="Chat model grading model-graded assertions "
               "(overrides the suite's judge: model).")
 @click.option("--judge-base-url", help="OpenAI-compatible endpoint of the judge.")
@@ -34,49 +50,75 @@ def main() -> None:
               "(default OPENAI_API_KEY).")
 @click.option("--judge-mode", type=click.Choice(["online", "batch"]),
               help="online calls, or the OpenAI Batch API (half price, up to 24 h).")
-@click.option("--judge-concurrency", type=int, help="Judge calls in flight at most.")
+@click.option("--judge-concurrency", "--max-concurrency", "-j", "judge_concurrency", type=int,
+              help="Judge calls in flight at most.")
 @click.option("--judge-rpm", type=float, help="Judge requests per minute at most.")
 @click.option("--judge-tpm", type=float, help="Judge tokens per minute at most.")
 @click.option("--max-cost", type=float, help="Judge budget in USD: past it, no call is sent "
               "and the remaining graded assertions end as errors.")
+@click.option("--no-cache", is_flag=True, help="Send every judge call, none answered from "
+              "judge_calls (earlier runs, or with --resume this one).")
 @click.option("--dry-run", is_flag=True, help="Print the judge calls planned, estimated tokens "
               "and cost; send nothing and write no run.")
 @click.option("--resume", "resume", metavar="RUN", help="Re-run an interrupted run in place: "
               "judge calls already answered are not sent again.")
 @user_errors
-def eval_command(suite: str, outputs: str | None, db: str, batch_rows: int,
-                 progress: bool, judge_model: str | None, judge_base_url: str | None,
+def eval_command(suite: str | None, config_path: str | None, outputs: str | None,
+                 output_path: str | None, db: str, batch_rows: int,
+                 filter_pattern: str | None, filter_first_n: int | None,
+                 filter_sample: int | None, progress: bool, fmt: str,
+                 judge_model: str | None, judge_base_url: str | None,
                  judge_key_env: str | None, judge_mode: str | None,
                  judge_concurrency: int | None, judge_rpm: float | None,
-                 judge_tpm: float | None, max_cost: float | None, dry_run: bool,
-                 resume: str | None) -> None:
-    """Evaluate OUTPUTS against SUITE and append a run to the results database.
+                 judge_tpm: float | None, max_cost: float | None, no_cache: bool,
+                 dry_run: bool, resume: str | None) -> None:
+    """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
     Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
     from .judge.config import JudgeConfig
+    from .load.filters import Filters
     from .spec.parse import load_suite
 
-    spec = load_suite(suite)
+    spec = load_suite(suite_path(suite, config_path))
+    check_output_flag(spec, outputs, output_path)
     judge_config = JudgeConfig.from_sources(
         spec.judge, model=judge_model, base_url=judge_base_url, api_key_env=judge_key_env,
         mode=judge_mode, concurrency=judge_concurrency, rpm=judge_rpm, tpm=judge_tpm,
-        max_cost=max_cost)
+        max_cost=max_cost, cache=False if no_cache else None)
+    filters = Filters(filter_pattern, filter_first_n, filter_sample)
+    source = filtered(spec, outputs, filters, batch_rows)
     if dry_run:
-        _print_plan(api.dry_run(spec, outputs, db=db, batch_rows=batch_rows,
+        _print_plan(api.dry_run(spec, source, db=db, batch_rows=batch_rows,
                                 judge_config=judge_config), judge_config)
         return
-    config = {"outputs": outputs, "db": db, "batch_rows": batch_rows}
-    run = api.evaluate(spec, outputs, db=db, batch_rows=batch_rows, progress=progress,
+    warn_without_judge(spec, judge_config)
+    config = {"outputs": outputs, "db": db, "batch_rows": batch_rows,
+              "filters": filters.record() or None}
+    run = api.evaluate(spec, source, db=db, batch_rows=batch_rows, progress=progress,
                        config=config, judge_config=judge_config, resume=resume)
+    if output_path:
+        write_output(run, output_path)
+    totals = _print_run(run, db, fmt)
+    sys.exit(0 if totals["pass"] == totals["cases"] else EXIT_FAILED)
+
+
+def _print_run(run: api.Run, db: str, fmt: str) -> dict:
     summary = run.summary()
-    totals = summary.select("cases", "pass", "fail", "error").sum().row(0)
-    click.echo(f"run {run.run_id}: {totals[0]} cases, {totals[1]} passed, {totals[2]} failed, "
-               f"{totals[3]} errors ({100 * totals[1] / max(totals[0], 1):.1f}% pass)")
+    totals = dict(zip(("cases", "pass", "fail", "error"),
+                      summary.select("cases", "pass", "fail", "error").sum().row(0)))
+    if fmt != "table":
+        emit({"run_id": run.run_id, **totals, "summary": summary,
+              "named_metrics": run.named_metrics, "derived_metrics": run.derived_metrics},
+             fmt, table=summary.with_columns(run_id=pl.lit(run.run_id)))
+        return totals
+    click.echo(f"run {run.run_id}: {totals['cases']} cases, {totals['pass']} passed, "
+               f"{totals['fail']} failed, {totals['error']} errors "
+               f"({100 * totals['pass'] / max(totals['cases'], 1):.1f}% pass)")
     show("SELECT * FROM summary", summary=summary)
     _print_metrics(run)
     _print_judge(run)
     click.echo(f"results: {db} (checkllm-batch metrics --db {db} --run {run.run_id})")
-    sys.exit(0 if totals[1] == totals[0] else EXIT_FAILED)
+    return totals
 
 
 def _print_judge(run: api.Run) -> None:
@@ -102,14 +144,32 @@ def _print_plan(stats, config) -> None:
 
 @main.command()
 @click.option("--db", default="results.duckdb", show_default=True)
-@click.option("--run", "run_id", help="Run id (default: the last run).")
+@click.option("--run", "run_id", help="Run id, a unique prefix, 'last' or 'previous' "
+              "(default: the last run).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @user_errors
-def metrics(db: str, run_id: str | None) -> None:
+def metrics(db: str, run_id: str | None, fmt: str) -> None:
     """Print a run's pass rates, named metrics and derived metrics."""
-    run = api.get_run(db, run_id)
+    run = api.get_run(db, _run_ref(db, run_id))
+    if fmt != "table":
+        from .analysis.results import Results
+
+        emit({"run_id": run.run_id, "summary": run.summary(),
+              "named_metrics": run.named_metrics, "derived_metrics": run.derived_metrics},
+             fmt, table=Results(run.con).metrics(run.run_id))
+        return
     click.echo(f"run {run.run_id}")
     show("SELECT * FROM summary", summary=run.summary())
     _print_metrics(run)
+
+
+def _run_ref(db: str, run_id: str | None) -> str | None:
+    """'last', 'previous' or a unique prefix, as Results reads them, to a full run id."""
+    if run_id is None:
+        return None
+    from .analysis.results import Results
+
+    return Results(db).run_id(run_id)
 
 
 @main.command()
@@ -117,8 +177,15 @@ def metrics(db: str, run_id: str | None) -> None:
 @click.option("--db", default="results.duckdb", show_default=True)
 @click.option("--list", "list_", is_flag=True,
               help="List the tables, views and table macros, one line each.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table (cut to --max-rows / --max-width), or every row as JSON / CSV.")
+@click.option("--max-rows", default=100, show_default=True, type=click.IntRange(min=0),
+              help="Rows shown in a table (0: all).")
+@click.option("--max-width", default=200, show_default=True, type=click.IntRange(min=0),
+              help="Characters per table line; columns past it are hidden (0: no limit).")
 @user_errors
-def sql(query: str | None, db: str, list_: bool) -> None:
+def sql(query: str | None, db: str, list_: bool, fmt: str, max_rows: int,
+        max_width: int) -> None:
     """Run a SQL QUERY on the results database and print the table.
 
     Views such as pass_rates, failures and metric_summary, and macros such as
@@ -132,8 +199,12 @@ def sql(query: str | None, db: str, list_: bool) -> None:
         return
     try:  # errors can come when the query binds or while its rows are produced
         relation = con.sql(query)
-        if relation is not None:
-            relation.show(max_rows=100, max_width=200)
+        if relation is None:
+            return
+        if fmt != "table":
+            emit({}, fmt, table=relation.pl())
+            return
+        show_relation(relation, max_rows, max_width)
     except duckdb.Error as e:
         raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
 

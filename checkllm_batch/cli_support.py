@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
+import re
 
 import click
 import duckdb
+import orjson
 import polars as pl
 
 from .errors import CheckLLMError
@@ -36,3 +40,33 @@ def show(query: str = "SELECT * FROM frame", max_rows: int = 50, **frames: pl.Da
     for name, frame in frames.items():
         local.register(name, frame.to_arrow())
     local.sql(query).show(max_rows=max_rows, max_width=200)
+
+
+FORMATS = ("table", "json", "csv")
+
+
+def emit(document: dict, fmt: str, table: pl.DataFrame) -> None:
+    """For scripts: `json` prints `document` (frames as lists of row objects, or `table`
+    alone when the document is empty) as one JSON value; `csv` prints `table`."""
+    if fmt == "csv":
+        click.echo(table.write_csv(), nl=False)
+        return
+    value = {k: v.to_dicts() if isinstance(v, pl.DataFrame) else v
+             for k, v in document.items()} if document else table.to_dicts()
+    click.echo(orjson.dumps(value, default=str, option=orjson.OPT_SERIALIZE_NUMPY).decode())
+
+
+def show_relation(relation: duckdb.DuckDBPyRelation, max_rows: int, max_width: int) -> None:
+    """Print a query's table; when rows or columns were cut, say so on stderr and how to
+    see the rest."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        relation.show(max_rows=max_rows or 2**62, max_width=max_width or 2**31)
+    text = out.getvalue()
+    click.echo(text, nl=False)
+    footer = " ".join(text.rsplit("┘", 1)[-1].split())  # may wrap over two lines
+    cut = [f"{shown} of {total} {what}" for total, what, shown in
+           re.findall(r"(\d+) (rows|columns) \((\d+) shown", footer)]
+    if cut:
+        click.echo(f"showing {' and '.join(cut)}: --max-rows 0 and --max-width 0 show "
+                   "everything, --format csv or json print every row", err=True)

@@ -58,8 +58,8 @@ def test_exit_zero_when_everything_passes_and_runs_accumulate(tmp_path):
     suite = write_suite(tmp_path, SUITE)
     db = tmp_path / "r.duckdb"
     outs = outputs_file(tmp_path, "jsonl", ROWS[:2])
-    assert invoke("eval", suite, "-o", outs, "--db", db).exit_code == 0
-    assert invoke("eval", suite, "-o", outs, "--db", db).exit_code == 0
+    assert invoke("eval", suite, "--outputs", outs, "--db", db).exit_code == 0
+    assert invoke("eval", suite, "--outputs", outs, "--db", db).exit_code == 0
     con = duckdb.connect(str(db))
     assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM cases").fetchone() == (4, 2)
     assert con.execute("SELECT DISTINCT status FROM runs").fetchall() == [("finished",)]
@@ -92,7 +92,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, suite, outputs, fragme
     path = tmp_path / "outputs.jsonl"
     path.write_text(outputs if isinstance(outputs, str)
                     else "".join(json.dumps(r) + "\n" for r in outputs))
-    result = invoke("eval", write_suite(tmp_path, suite), "-o", path, "--db", tmp_path / "r.db")
+    result = invoke("eval", write_suite(tmp_path, suite), "--outputs", path, "--db", tmp_path / "r.db")
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     for fragment in fragments:
@@ -102,7 +102,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, suite, outputs, fragme
 def test_missing_files_exit_2(tmp_path):
     suite = write_suite(tmp_path, SUITE)
     assert invoke("eval", tmp_path / "nope.yaml", "--db", tmp_path / "r.db").exit_code == 2
-    result = invoke("eval", suite, "-o", tmp_path / "nope.jsonl", "--db", tmp_path / "r.db")
+    result = invoke("eval", suite, "--outputs", tmp_path / "nope.jsonl", "--db", tmp_path / "r.db")
     assert result.exit_code == 2 and "outputs file not found" in result.output
 
 
@@ -111,7 +111,7 @@ def test_a_failed_run_keeps_no_partial_results(tmp_path):
     path = tmp_path / "outputs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     db = tmp_path / "r.duckdb"
-    result = invoke("eval", write_suite(tmp_path, SUITE), "-o", path, "--db", db,
+    result = invoke("eval", write_suite(tmp_path, SUITE), "--outputs", path, "--db", db,
                     "--batch-rows", 2)
     assert result.exit_code == 2
     con = duckdb.connect(str(db))
@@ -121,7 +121,7 @@ def test_a_failed_run_keeps_no_partial_results(tmp_path):
 
 def test_metrics_and_sql_commands(tmp_path):
     db = tmp_path / "r.duckdb"
-    invoke("eval", ROOT / "data" / "suite.yaml", "-o", ROOT / "data" / "outputs.jsonl", "--db", db)
+    invoke("eval", ROOT / "data" / "suite.yaml", "--outputs", ROOT / "data" / "outputs.jsonl", "--db", db)
     result = invoke("metrics", "--db", db)
     assert result.exit_code == 0 and "precision" in result.output and "f1" in result.output
     result = invoke("sql", "--db", db, "SELECT count(*) AS n FROM cases")

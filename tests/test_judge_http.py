@@ -162,7 +162,7 @@ def test_dry_run_sends_nothing(tmp_path, judge_server):
     cli = _cli()
     frame = outputs(20, distinct=5)
     frame.write_csv(tmp_path / "out.csv")
-    done = subprocess.run([cli, "eval", str(suite(tmp_path)), "-o", str(tmp_path / "out.csv"),
+    done = subprocess.run([cli, "eval", str(suite(tmp_path)), "--outputs", str(tmp_path / "out.csv"),
                            "--db", str(tmp_path / "r.duckdb"), "--judge-base-url",
                            judge_server.url, "--dry-run"], capture_output=True, text=True,
                           env={**os.environ, KEY_ENV: SECRET})
@@ -176,7 +176,7 @@ def test_killed_run_resumes_sending_only_missing_requests(tmp_path, judge_server
     n = 80
     outputs(n).write_csv(tmp_path / "out.csv")
     db = tmp_path / "r.duckdb"
-    args = [_cli(), "eval", str(suite(tmp_path)), "-o", str(tmp_path / "out.csv"), "--db",
+    args = [_cli(), "eval", str(suite(tmp_path)), "--outputs", str(tmp_path / "out.csv"), "--db",
             str(db), "--judge-base-url", judge_server.url, "--judge-concurrency", "2",
             "--no-progress"]
     env = {**os.environ, KEY_ENV: SECRET}
@@ -206,7 +206,7 @@ def test_killed_run_resumes_sending_only_missing_requests(tmp_path, judge_server
 def test_secrets_never_reach_the_database_or_output(tmp_path, judge_server):
     db = tmp_path / "r.duckdb"
     outputs(5).write_csv(tmp_path / "out.csv")
-    done = subprocess.run([_cli(), "eval", str(suite(tmp_path)), "-o", str(tmp_path / "out.csv"),
+    done = subprocess.run([_cli(), "eval", str(suite(tmp_path)), "--outputs", str(tmp_path / "out.csv"),
                            "--db", str(db), "--judge-base-url", judge_server.url],
                           capture_output=True, text=True, env={**os.environ, KEY_ENV: SECRET})
     assert "judge:" in done.stdout
@@ -229,7 +229,7 @@ def test_crashed_batch_run_picks_its_batch_up_again(tmp_path, judge_server):
     n = 12
     outputs(n).write_csv(tmp_path / "out.csv")
     db = tmp_path / "r.duckdb"
-    args = [_cli(), "eval", str(suite(tmp_path, text)), "-o", str(tmp_path / "out.csv"),
+    args = [_cli(), "eval", str(suite(tmp_path, text)), "--outputs", str(tmp_path / "out.csv"),
             "--db", str(db), "--judge-base-url", judge_server.url, "--no-progress"]
     env = {**os.environ, KEY_ENV: SECRET}
     proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -55,13 +55,17 @@ def bars(items: Sequence[tuple[str, float | None]], *, title: str = "",
     return Svg("".join(parts))
 
 
+def _short(label: str, chars: int = 24) -> str:
+    return label if len(label) <= chars else label[:chars - 1] + "…"
+
+
 def histogram(counts: Sequence[tuple[float, int]], *, title: str = "", width: int = 360,
               height: int = 160) -> Svg:
     """Vertical bars for (bin_start, count) over [0, 1] in 10 bins."""
     by_bin = {round(b * 10): n for b, n in counts}
-    top, bottom, left = 24 if title else 6, 20, 30
-    plot_h, plot_w = height - top - bottom, width - left - 8
     peak = max(by_bin.values() or [1])
+    top, bottom, left = 24 if title else 6, 20, 14 + 7 * len(f"{peak:,}")  # the label fits
+    plot_h, plot_w = height - top - bottom, width - left - 8
     parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="chart-svg" width="{width}" '
              f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
              f'aria-label="{escape(title)}" {FONT}>')]
@@ -79,7 +83,7 @@ def histogram(counts: Sequence[tuple[float, int]], *, title: str = "", width: in
     for tick in (0, 0.5, 1):
         parts.append(f'<text x="{left + tick * plot_w:.1f}" y="{height - 5}" '
                      f'text-anchor="middle">{tick:g}</text>')
-    parts.append(f'<text x="{left - 4}" y="{top + 10}" text-anchor="end">{peak}</text>')
+    parts.append(f'<text x="{left - 4}" y="{top + 10}" text-anchor="end">{peak:,}</text>')
     parts.append("</svg>")
     return Svg("".join(parts))
 
@@ -87,21 +91,24 @@ def histogram(counts: Sequence[tuple[float, int]], *, title: str = "", width: in
 def heatmap(rows: Sequence[str], columns: Sequence[str], values: Sequence[Sequence[int]], *,
             title: str = "", cell: int = 44) -> Svg:
     """A confusion-matrix heat map: rows are actual labels, columns predicted labels."""
-    left, top = 110, (40 if title else 22) + 18
-    width, height = left + cell * len(columns) + 8, top + cell * len(rows) + 26
+    longest = max([len(c) for c in columns] + [1])
+    left = 14 + 7 * min(max([len(r) for r in rows] + [1]), 24)  # row labels fit
+    top = (40 if title else 22) + 5 * min(longest, 24)  # column labels slant up, apart
+    width, height = left + cell * len(columns) + 8 + 6 * min(longest, 24), top + cell * len(rows) + 26
     peak = max([v for row in values for v in row] or [1]) or 1
     parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="chart-svg" width="{width}" '
              f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
              f'aria-label="{escape(title)}" {FONT}>')]
     if title:
         parts.append(f'<text x="0" y="15" font-weight="bold">{escape(title)}</text>')
-    parts.append(f'<text x="{left}" y="{top - 22}">predicted →</text>')
+    parts.append(f'<text x="0" y="{top - 6}">predicted →</text>')
     for j, name in enumerate(columns):
-        parts.append(f'<text x="{left + j * cell + cell / 2}" y="{top - 6}" '
-                     f'text-anchor="middle">{escape(name[:8])}</text>')
+        x = left + j * cell + cell / 2
+        parts.append(f'<text x="{x}" y="{top - 6}" transform="rotate(-40 {x} {top - 6})">'
+                     f'{escape(_short(name))}<title>{escape(name)}</title></text>')
     for i, name in enumerate(rows):
         parts.append(f'<text x="{left - 6}" y="{top + i * cell + cell / 2 + 4}" '
-                     f'text-anchor="end">{escape(name[:16])}</text>')
+                     f'text-anchor="end">{escape(_short(name))}<title>{escape(name)}</title></text>')
         for j, value in enumerate(values[i]):
             shade = int(245 - 180 * value / peak)
             fill = f"rgb({shade},{shade + 5 if shade < 250 else 250},255)"

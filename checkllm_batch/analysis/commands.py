@@ -27,6 +27,7 @@ def compare_command(run_a: str, run_b: str, db: str, all_metrics: bool) -> None:
     """Compare RUN_A with RUN_B: cases that regressed (passed in A, not in B) or improved,
     and the change of each metric.
 
+    A run is its id, a unique prefix of it, `last` or `previous` (compare previous last).
     Cases are matched by test_id + provider + prompt + vars (then by order within that key).
     Exit code: 0 when nothing regressed, 1 when any case regressed, 2 on bad input."""
     comparison = Results(db).compare(run_a, run_b)
@@ -63,12 +64,14 @@ def export_command(db: str, run_id: str | None, directory: str) -> None:
 
 @click.command("report")
 @click.option("--db", default="results.duckdb", show_default=True)
-@click.option("--run", "run_id", help="Run id (default: the last run).")
+@click.option("--run", "run_id", help="Run id, a unique prefix, 'last' or 'previous' "
+              "(default: the last run).")
 @click.option("--output", "-o", "path", default="report.html", show_default=True,
               type=click.Path(dir_okay=False))
 @user_errors
 def report_command(db: str, run_id: str | None, path: str) -> None:
     """Write a self-contained HTML report of a run: summary, charts per provider and metric,
-    failures with reasons, judge cost. No network needed to view it."""
+    judge cost, and a tests x providers matrix with filters, search and each case's output,
+    rendered prompt, vars and reasons. No network needed to view it."""
     written = Results(db).report(path, run_id)
     click.echo(f"report: {written}")

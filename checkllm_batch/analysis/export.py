@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import orjson
+import polars as pl
 
 from ..errors import InputError
 
@@ -32,3 +34,42 @@ def export_run(con: duckdb.DuckDBPyConnection, run_id: str, directory: Path) -> 
                     "(FORMAT parquet, COMPRESSION zstd)")
         written.append(path)
     return written
+
+
+RESULT_FORMATS = {".json": "json", ".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet",
+                  ".html": "html"}
+_CASES = """
+    SELECT c.case_id, c.test_id, c.description, c.provider, c.prompt, c.vars, c.output,
+           c.status, c.pass, c.score, c.reason, c.latency_ms, c.cost,
+           list({type: a.type, metric: a.metric, status: a.status, score: a.score,
+                 reason: a.reason} ORDER BY a.assertion_index)
+               FILTER (a.assertion_index IS NOT NULL) AS assertions
+    FROM case_results c LEFT JOIN assertion_results a
+      ON a.run_id = c.run_id AND a.case_id = c.case_id AND a.parent_index IS NULL
+    WHERE c.run_id = ? GROUP BY ALL ORDER BY c.case_id"""
+
+
+def write_results(results, run_id: str, path: Path) -> Path:
+    """`eval -o FILE`, as promptfoo's: one row per case with its verdict and its
+    assertions' results, in the format the extension names (.html: the report)."""
+    fmt = RESULT_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"{path}: unknown results format {path.suffix!r}; use "
+                         + ", ".join(RESULT_FORMATS))
+    if fmt == "html":
+        return results.report(path, run_id)
+    frame = results.query(_CASES, [run_id])
+    try:
+        if fmt == "json":
+            path.write_bytes(orjson.dumps({"run_id": run_id, "results": frame.to_dicts()},
+                                          option=orjson.OPT_INDENT_2, default=str))
+        elif fmt == "jsonl":
+            frame.write_ndjson(path)
+        elif fmt == "csv":
+            frame.with_columns(pl.col("assertions").list.eval(
+                pl.element().struct.json_encode()).list.join("\n")).write_csv(path)
+        else:
+            frame.write_parquet(path)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+    return path

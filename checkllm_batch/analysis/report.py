@@ -1,6 +1,9 @@
-"""A self-contained HTML report of one run: summary, charts per provider and metric, score
-distributions, failures with reasons, judge cost. Inline CSS and SVG only — no scripts, no
-network — so the file can be mailed, archived, or opened offline."""
+"""A self-contained HTML report of one run, the place to debug it: summary, charts per
+provider and metric, score distributions, judge cost, and a tests x providers matrix with
+filters (status, provider, type, metric), search over outputs and vars, and each case's
+output, rendered prompt, vars, rendered assertion values and reasons. Inline CSS, SVG and
+script (report.js) — nothing fetched — so the file can be mailed, archived, or opened
+offline. Aggregates cover every case; the matrix holds a bounded sample (cases_view.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +15,13 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..errors import InputError
+from .cases_view import MAX_TESTS, cases_document, script_json
 from .charts import Svg, bars, histogram
 
 if TYPE_CHECKING:
     from .results import Results
 
-MAX_FAILURES = 500
+SCRIPT = (Path(__file__).parent / "report.js").read_text(encoding="utf-8")
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
 h1{font-size:1.5rem}h2{font-size:1.15rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
@@ -27,6 +31,20 @@ th{background:#f4f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.reason,td.output{max-width:380px;overflow-wrap:anywhere;white-space:pre-wrap}
 .charts{display:flex;flex-wrap:wrap;gap:1rem 2rem}figure{margin:0}
 .meta{color:#555}.note{color:#666;font-style:italic}
+.controls{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;margin:.5rem 0}
+.controls label{font-size:13px}#f-search{min-width:16rem}
+#matrix td{max-width:300px}#matrix td.vars{font-size:12px;color:#444;overflow-wrap:anywhere;max-width:260px}
+button.cell{display:block;width:100%;text-align:left;border:1px solid #ccc;border-radius:4px;
+background:#fff;padding:.2rem .35rem;margin:.1rem 0;cursor:pointer;font:inherit;font-size:12px}
+button.cell.pass{border-left:5px solid #3ca951}button.cell.fail{border-left:5px solid #ff725c}
+button.cell.error{border-left:5px solid #efb118}button.cell.dim{opacity:.35}
+.badge{font-weight:600;margin-right:.4rem}.preview{color:#333;overflow-wrap:anywhere}
+#panel{position:fixed;top:0;right:0;bottom:0;width:min(640px,95vw);background:#fff;overflow:auto;
+box-shadow:-4px 0 16px rgba(0,0,0,.2);padding:1rem 1.2rem;z-index:10}
+#panel pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f7f9;padding:.4rem;margin:.2rem 0}
+#panel h4{margin:.8rem 0 .1rem}.status-line.fail{color:#c0392b}.status-line.error{color:#a66f00}
+.status-line.pass{color:#2a7a3b}table.asserts td.value{max-width:160px;overflow-wrap:anywhere}
+table.asserts tr.fail td.status{color:#c0392b}table.asserts tr.error td.status{color:#a66f00}
 """
 
 
@@ -77,7 +95,8 @@ def metric_charts(metrics: pl.DataFrame) -> list[Svg]:
     for (name, kind), group in metrics.group_by("metric", "kind", maintain_order=True):
         items = [(_label(p, q, prompts), v) for p, q, v in
                  group.select("provider", "prompt", "value").iter_rows()]
-        charts.append(bars(items, title=f"{name} ({kind})"))
+        peak = max([abs(v) for _, v in items if v is not None] + [1.0])
+        charts.append(bars(items, title=f"{name} ({kind})", max_value=peak))  # 0..1 at least
     return charts
 
 
@@ -104,14 +123,13 @@ def _figures(charts: list[Svg], name: str) -> str:
 
 
 def render(results: Results, run_id: str) -> str:
+    db = results.con.sql("SELECT path FROM duckdb_databases() "
+                         "WHERE database_name = current_database()").fetchall()[0][0] or ":memory:"
     run = results.query("SELECT * FROM run_overview WHERE run_id = ?", [run_id]).row(0, named=True)
     rates = results.pass_rates(run_id)
-    failures = results.query(
-        "SELECT * EXCLUDE (run_id) FROM failures WHERE run_id = ? ORDER BY provider NULLS FIRST, "
-        f"case_id, assertion_index LIMIT {MAX_FAILURES}", [run_id])
-    failed = results.query("SELECT COUNT(*) AS n FROM failures WHERE run_id = ?", [run_id])[0, 0]
     judge = results.judge_costs(run_id)
     metrics = results.metrics(run_id)
+    cases = cases_document(results, run_id)
     sections = [
         f"<h1>checkllm-batch report — run {escape(run_id)}</h1>",
         (f'<p class="meta">suite {escape(str(run["suite_path"]))} · outputs '
@@ -120,34 +138,52 @@ def render(results: Results, run_id: str) -> str:
         f'{_pct(run["pass_rate"])} passed</p>'),
         "<h2>Summary</h2>", table(rates),
         _figures([pass_rate_chart(rates)], "pass-rate"),
+        f"<h2>Cases: tests × providers</h2>{_matrix(cases, db)}",
         "<h2>Metrics per provider</h2>",
         table(results.metrics_wide(run_id)) if metrics.height else "",
         _figures(metric_charts(metrics), "metric"),
         "<h2>Assertion types</h2>", _figures(type_charts(results.pass_rates(run_id, by="type")
                                                          .filter(~pl.col("metric_only"))), "type"),
         "<h2>Score distributions</h2>", _figures(score_charts(results.scores(run_id)), "scores"),
-        f"<h2>Failures ({failed})</h2>", _failures(failures, failed),
         "<h2>Judge cost</h2>", _judge(judge),
     ]
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f"<title>checkllm-batch report {escape(run_id)}</title><style>{CSS}</style></head>"
-            f"<body>{''.join(sections)}</body></html>")
+            f"<body>{''.join(sections)}"
+            f'<script type="application/json" id="cases-data">{script_json(cases)}</script>'
+            f"<script>{SCRIPT}</script></body></html>")
+
+
+def _matrix(cases: dict, db: str) -> str:
+    """The matrix's controls, table and case panel; report.js fills them from the data."""
+    totals = cases["totals"]
+    note = (f'{totals["bad_tests"]} of {totals["tests"]} tests have a failed or errored case '
+            f'({totals["cases"]} cases).')
+    if cases["shown"] < totals["tests"]:
+        query = (f"SELECT * FROM case_results WHERE run_id = '{cases['run']}' "
+                 "AND status <> 'pass'")
+        note += (f" The matrix holds {cases['shown']} of them (at most {MAX_TESTS}: those "
+                 "with a failure or error first, then a random sample); every case is in the "
+                 f'database: checkllm-batch sql --db {db} "{query}"')
+    return (f'<p class="note" id="matrix-note">{escape(note)}</p>'
+            '<div class="controls">'
+            '<label>status <select id="f-status"><option value="">all</option>'
+            '<option value="fail">fail</option><option value="error">error</option>'
+            '<option value="pass">pass</option></select></label>'
+            '<label>provider <select id="f-provider"><option value="">all</option></select>'
+            '</label><label>type <select id="f-type"><option value="">all</option></select>'
+            '</label><label>metric <select id="f-metric"><option value="">all</option>'
+            '</select></label><label>sort <select id="f-order"><option value="run">as run'
+            '</option><option value="failing">most failing first</option></select></label>'
+            '<label>search <input id="f-search" type="search" '
+            'placeholder="outputs and vars"></label><span id="matrix-count"></span></div>'
+            '<table id="matrix"></table><button id="more" type="button" hidden>more</button>'
+            '<aside id="panel" hidden><button id="panel-close" type="button">close ✕</button>'
+            '<div id="panel-body"></div></aside>')
 
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
-def _failures(failures: pl.DataFrame, total: int) -> str:
-    if failures.is_empty():
-        return '<p class="note">no failed or errored assertions</p>'
-    shown = failures.select(
-        "case_id", "provider", "prompt", "test_id", "type", "metric", "status", "score",
-        "reason", pl.col("output").str.slice(0, 300))
-    more = total - shown.height
-    note = (f'<p class="note">{more} more rows: checkllm-batch sql "SELECT * FROM failures '
-            f'WHERE run_id = ..."</p>' if more > 0 else "")
-    return table(shown, {"reason": "reason", "output": "output"}) + note
 
 
 def _judge(judge: pl.DataFrame) -> str:

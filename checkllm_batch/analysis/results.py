@@ -14,6 +14,8 @@ from .charts import Svg
 from .classify import Classification, classification
 from .compare import Comparison, compare
 
+RECENT = {"last": 0, "latest": 0, "previous": 1}  # run names promptfoo users type
+
 
 class Results:
     """A results database. Methods taking `run` default to the last run started."""
@@ -35,7 +37,10 @@ class Results:
                             orient="row")
 
     def run_id(self, run: str | None = None) -> str:
-        """`run` checked to exist (a unique prefix is enough), or the last run started."""
+        """`run` checked to exist (a unique prefix is enough), or the last run started;
+        `last` and `previous` name the last run and the one before it, as in promptfoo."""
+        if run in RECENT:
+            return self._recent(run)
         rows = self.con.sql(
             "SELECT run_id FROM runs WHERE ? IS NULL OR starts_with(run_id, ?) "
             "ORDER BY started_at DESC", params=[run, run]).fetchall()
@@ -46,6 +51,12 @@ class Results:
             raise InputError(f"no run {run!r} in the database" if run
                              else "the database has no runs")
         raise InputError(f"run id prefix {run!r} matches {len(rows)} runs")
+
+    def _recent(self, which: str) -> str:
+        rows = self.con.sql("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 2").fetchall()
+        if len(rows) <= RECENT[which]:
+            raise InputError(f"no {which!r} run: the database has {len(rows)} run(s)")
+        return rows[RECENT[which]][0]
 
     def _of_run(self, view: str, run: str | None, order: str) -> pl.DataFrame:
         return self.query(f"SELECT * EXCLUDE (run_id) FROM {view} WHERE run_id = ? "

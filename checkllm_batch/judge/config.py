@@ -29,6 +29,7 @@ class JudgeConfig:
     concurrency: calls in flight at most. rpm / tpm: requests and tokens per minute
     (None: learnt from the endpoint's x-ratelimit-* headers). timeout: seconds per call.
     retries: attempts after the first, on 429 / 5xx / timeouts / connection errors.
+    cache: answer from judge_calls recorded earlier (False: --no-cache, send every call).
     max_cost: USD budget for the run (None: unlimited). prices: USD per 1M (input, output)
     tokens per model, over the built-in table. mode: "online" or "batch" (OpenAI Batch API).
     """
@@ -43,6 +44,7 @@ class JudgeConfig:
     timeout: float = 60.0
     retries: int = 6
     max_cost: float | None = None
+    cache: bool = True
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     mode: str = "online"
     temperature: float | None = 0.0

@@ -53,7 +53,7 @@ class Runner:
         unique = {r.hash: r for r in requests}
         self.stats.requested += len(requests)
         self.stats.unique += len(unique)
-        replies = self.ledger.lookup(list(unique))
+        replies = self.ledger.lookup(list(unique)) if self.config.cache else {}
         self.stats.cached += len(replies)
         missing = [r for h, r in unique.items() if h not in replies]
         if self.dry_run:

@@ -1,7 +1,9 @@
 """Read an outputs dataset as a stream of Arrow record batches.
 
-JSONL, CSV, Parquet, Arrow IPC, or a DuckDB table (`duckdb:path.duckdb:table`). Readers
-stream, so memory depends on the batch size, not on the number of rows.
+JSONL, CSV, Parquet, Arrow IPC, a DuckDB table (`duckdb:path.duckdb:table`), or promptfoo's
+results file (`promptfoo eval -o results.json` / `.jsonl`, see promptfoo.py). Readers
+stream, so memory depends on the batch size, not on the number of rows (a promptfoo
+results.json is one JSON document, read whole).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from ..errors import InputError
+from . import promptfoo
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
            ".parquet": "parquet", ".arrow": "arrow", ".ipc": "arrow", ".feather": "arrow"}
@@ -43,6 +46,8 @@ def read_batches(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
             yield from _rechunk(_ipc_batches(path), batch_rows)
         elif fmt == "csv":
             yield from _rechunk(pacsv.open_csv(path), batch_rows)
+        elif _is_json_document(path):
+            yield from _json_document(path, batch_rows)
         else:
             yield from _jsonl(path, batch_rows)
     except (pa.ArrowInvalid, OSError) as e:
@@ -84,9 +89,42 @@ def _rechunk(batches, rows: int) -> Iterator[pa.RecordBatch]:
             yield batch.slice(start, rows)
 
 
+def _is_json_document(path: Path) -> bool:
+    """A .json file that is one JSON document (not one object per line)."""
+    if path.suffix.lower() != ".json":
+        return False
+    with path.open("rb") as f:
+        first = next((line for line in f if line.strip()), b"")
+    try:
+        line = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return True
+    return not isinstance(line, dict) or isinstance(line.get("results"), dict)
+
+
+def _json_document(path: Path, rows: int) -> Iterator[pa.RecordBatch]:
+    """promptfoo's results.json, or a JSON array of row objects."""
+    try:
+        document = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as e:
+        raise InputError(f"{path}: malformed JSON: {e}") from None
+    results = promptfoo.results_of(document)
+    if results is not None:
+        records = [promptfoo.row(r) for r in results]
+    elif isinstance(document, list) and all(isinstance(r, dict) for r in document):
+        records = document
+    else:
+        raise InputError(f"{path}: expected promptfoo's results file (promptfoo eval -o "
+                         "results.json), a JSON array of objects, or one object per line")
+    for start in range(0, len(records), rows):
+        yield _to_batch(records[start:start + rows])
+
+
 def _jsonl(path: Path, rows: int) -> Iterator[pa.RecordBatch]:
-    """Line by line, so a malformed line is named and columns may mix types across lines."""
+    """Line by line, so a malformed line is named and columns may mix types across lines.
+    Lines of promptfoo's results.jsonl become rows as promptfoo.row says."""
     records: list[dict] = []
+    convert = None
     with path.open("rb") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -97,7 +135,9 @@ def _jsonl(path: Path, rows: int) -> Iterator[pa.RecordBatch]:
                 raise InputError(f"{path}:{n}: malformed JSON line: {e}") from None
             if not isinstance(record, dict):
                 raise InputError(f"{path}:{n}: each line must be a JSON object")
-            records.append(record)
+            if convert is None:
+                convert = promptfoo.row if promptfoo.is_result(record) else dict
+            records.append(convert(record))
             if len(records) == rows:
                 yield _to_batch(records)
                 records = []

@@ -32,6 +32,30 @@ def test_compare_exits_0_when_nothing_regressed(two_runs):
     assert same.exit_code == 0 and "0 regressed, 0 improved, 18 unchanged" in same.output
 
 
+RUN_NAMES = [  # (a, b) as typed, (a, b) meant: two_runs holds runs A then B
+    (("previous", "last"), ("a", "b")),
+    (("last", "previous"), ("b", "a")),
+    (("{a8}", "{b}"), ("a", "b")),  # a unique prefix
+    (("previous", "latest"), ("a", "b")),
+]
+
+
+@pytest.mark.parametrize("typed, meant", RUN_NAMES)
+def test_compare_takes_last_previous_and_prefixes(two_runs, typed, meant):
+    db, run_a, run_b = two_runs
+    ids = {"a": run_a, "b": run_b}
+    args = [t.format(a8=run_a[:-3], b=run_b) for t in typed]
+    result = invoke("compare", "--db", db, *args)
+    assert result.output.startswith(f"{ids[meant[0]]} -> {ids[meant[1]]}:"), result.output
+
+
+def test_compare_previous_needs_two_runs(tmp_path, label_suite):
+    db = tmp_path / "one.duckdb"
+    cb.evaluate(label_suite, pl.DataFrame({"output": ["x"], "label": ["x"]}), db=db).con.close()
+    result = invoke("compare", "--db", db, "previous", "last")
+    assert result.exit_code == 2 and "no 'previous' run: the database has 1 run(s)" in result.output
+
+
 def test_compare_by_case_identity_not_row_order(tmp_path):
     """Rows reordered and one provider dropped: cases still line up; dropped ones are
     'removed', not regressions; a repeated key is matched by its order of occurrence."""
@@ -86,11 +110,28 @@ def test_report_writes_a_self_contained_html_file(two_runs, tmp_path):
     result = invoke("report", "--db", db, "--run", run_a, "-o", path)
     assert result.exit_code == 0, result.output
     html = path.read_text()
-    assert "<script" not in html and "https://" not in html
+    assert "<script src" not in html and "https://" not in html and "<link" not in html
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert html.count('<figure class="chart"') >= 1 + 7 + 1 + 2  # pass rate, metrics, types,
-    assert "Failures (5)" in html and "output is null" in html  # scores
+    assert html.count('<figure class="chart"') >= 1 + 7 + 1 + 2  # pass rate, metrics, types, scores
+    # by hand: gpt-bad fails t2, t3, t5; local fails t4, t5 (null output)
+    assert "4 of 6 tests have a failed or errored case (18 cases)" in html
+    assert "output is null" in html  # a reason, in the matrix's data
     assert "no judge calls recorded" in html
+
+
+def test_report_of_a_large_run_stays_small_and_says_how_to_see_the_rest(tmp_path):
+    suite = tmp_path / "s.yaml"
+    suite.write_text('defaultTest:\n  assert:\n    - type: equals\n      value: "{{label}}"\n')
+    n = 20_000
+    frame = pl.DataFrame({"label": [f"l{i % 7}" for i in range(n)],
+                          "text": [f"input {i} ✓ " + "x" * 200 for i in range(n)],
+                          "output": [f"l{i % 5}" for i in range(n)]})
+    db = tmp_path / "r.duckdb"
+    run = cb.evaluate(suite, frame, db=db)
+    html = Results(run.con).report(tmp_path / "r.html").read_text(encoding="utf-8")
+    assert len(html.encode()) < 1_500_000
+    assert "The matrix holds 300 of them" in html
+    assert f"checkllm-batch sql --db {db}" in html and run.run_id in html
 
 
 def test_report_escapes_outputs(tmp_path):
@@ -100,7 +141,7 @@ def test_report_escapes_outputs(tmp_path):
     cb.evaluate(suite, pl.DataFrame({"output": ["<img src=x onerror=alert(1)>", "ok", "", None]}),
                 db=db)
     html = Results(db).report(tmp_path / "r.html").read_text()
-    assert "<img" not in html and "&lt;img src=x" in html
+    assert "<img" not in html and "\\u003cimg src=x" in html  # only inside the JSON data
 
 
 BAD_INPUT = [  # (args, words in the one-line message); {db} is a real database

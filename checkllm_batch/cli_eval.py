@@ -1,0 +1,90 @@
+"""eval's promptfoo habits, kept apart from the command: the suite from SUITE or -c, -o as
+the results file (and never over the outputs), the --filter-* rows, the no-judge warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import api
+from .cli_support import UserError
+from .errors import InputError
+
+
+def suite_path(suite: str | None, config_path: str | None) -> str:
+    if suite and config_path and suite != config_path:
+        raise UserError(f"two suites given: {suite} and -c {config_path}; give one")
+    if not (suite or config_path):
+        raise UserError("no suite: checkllm-batch eval SUITE.yaml (or -c SUITE.yaml)")
+    return suite or config_path  # type: ignore[return-value]
+
+
+def check_output_flag(spec, outputs: str | None, output_path: str | None) -> None:
+    """-o is the results file to write, as in promptfoo; it used to name the outputs to
+    read, so a run with -o and nothing to score says so instead of overwriting them."""
+    if output_path is None:
+        return
+    if outputs is not None and Path(outputs).resolve() == Path(output_path).resolve():
+        raise UserError(f"-o {output_path} is the outputs file: -o writes the results, "
+                        "give it another name")
+    if outputs is None and not (spec.inline_tests and all(t.output is not None
+                                                           for t in spec.tests)):
+        raise UserError(f"-o/--output names the results file to write, as in promptfoo; "
+                        f"give the outputs to score with --outputs (e.g. --outputs "
+                        f"{output_path})")
+    if looks_like_outputs(output_path):
+        raise UserError(f"-o {output_path} holds outputs to score (an output column, no "
+                        "status): -o writes the results, as in promptfoo, and would replace "
+                        "it; give it with --outputs, or another name to -o")
+
+
+def looks_like_outputs(path: str) -> bool:
+    """An existing dataset with an `output` column and no verdict: not our results file."""
+    from .load.outputs import FORMATS, read_batches
+
+    if not Path(path).is_file() or Path(path).suffix.lower() not in FORMATS:
+        return False
+    try:
+        names = next(read_batches(path, 1)).schema.names
+    except (InputError, StopIteration):  # unreadable or empty: no dataset to lose
+        return False
+    return "output" in names and "status" not in names
+
+
+def filtered(spec, outputs: str | None, filters, batch_rows: int):
+    """The outputs, or only the rows the --filter-* options keep (as one table)."""
+    if not filters:
+        return outputs
+    from .load.filters import apply
+    from .load.outputs import read_batches
+
+    batches = (read_batches(outputs, batch_rows) if outputs is not None
+               else iter(api.inline_outputs(spec).to_batches(batch_rows)))
+    table = apply(filters, spec, batches)
+    if table.num_rows == 0:
+        raise UserError(f"the filters {filters.record()} keep no case")
+    return table
+
+
+def warn_without_judge(spec, judge_config) -> None:
+    """Model-graded assertions with no judge end as errors: say so before the run starts."""
+    if judge_config.enabled:
+        return
+    from .assertions.registry import Kind
+    from .evaluate.plan import build_plan
+
+    graded = [p.spec.type for p in build_plan(spec).assertions if p.kind is Kind.JUDGE]
+    if graded:
+        types = ", ".join(sorted(set(graded)))
+        click.echo(f"warning: no judge configured: {len(graded)} model-graded assertion(s) "
+                   f"({types}) will end as errors; set --judge-model (with --judge-base-url, "
+                   "--judge-key-env) or a judge: block in the suite", err=True)
+
+
+def write_output(run: api.Run, path: str) -> None:
+    from .analysis.export import write_results
+    from .analysis.results import Results
+
+    written = write_results(Results(run.con), run.run_id, Path(path))
+    click.echo(f"results written to {written}", err=True)

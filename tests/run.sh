@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The README's test command: set up everything the tests need on a fresh machine with only
+# Python 3.11 and the package registries, then run pytest (arguments go to pytest).
+#   - Debian packages (apt): wordnet-base (meteor reads WordNet 3.0 from it) and chromium
+#     (the HTML report test drives it with playwright; no browser download). Installed when
+#     missing, as root or through sudo; non-interactive, so CI (root, no stdin) needs nothing.
+#   - a virtual environment in .venv with the package and its test extras (PyPI).
+# CHECKLLM_REQUIRE_BROWSER=1 makes the browser test fail, not skip, if chromium is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+if [ ! -f /usr/share/wordnet/index.noun ] && [ -z "${WORDNET_DIR:-}${WNHOME:-}" ]; then
+    missing+=(wordnet-base)
+fi
+command -v chromium >/dev/null || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "tests/run.sh: installing ${missing[*]} with apt-get" >&2
+    sudo=()
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null || {
+            echo "tests/run.sh: need root or sudo to apt-get install ${missing[*]}" >&2; exit 2; }
+        sudo=(sudo)
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+export CHECKLLM_REQUIRE_BROWSER=1
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,86 @@
+"""The README is run like code: its Python blocks execute on the bundled example, CI runs
+its test command, and (slow, CI only) its two commands work in a fresh clone."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BIN = Path(sys.executable).parent
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", README, re.M | re.S)
+
+
+def two_commands() -> tuple[str, str]:
+    """The example command and the test command, from 'The two commands'."""
+    section = README.split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"^```sh\n(.*?)\n```", section, re.M | re.S)
+    assert len(commands) == 2, commands
+    return commands[0], commands[1]
+
+
+def test_ci_runs_the_readme_test_command():
+    lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    _, test_command = two_commands()
+    assert lines[-1].split() == ["exec", *shlex.split(test_command)]
+
+
+def test_readme_test_command_is_a_script_in_the_repo():
+    _, test_command = two_commands()
+    script = ROOT / shlex.split(test_command)[0]
+    assert script.is_file() and os.access(script, os.X_OK)
+
+
+def test_readme_names_no_file_outside_the_clone():
+    assert "../" not in README
+
+
+@pytest.fixture()
+def example_dir(tmp_path, monkeypatch):
+    shutil.copytree(ROOT / "data", tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_readme_python_blocks_run(example_dir):
+    """After the README's eval command, each Python block runs in order, as a reader would."""
+    example, _ = two_commands()
+    eval_part = example.split("&&")[-1].split()
+    assert eval_part[0] == ".venv/bin/checkllm-batch"
+    done = subprocess.run([str(BIN / "checkllm-batch"), *eval_part[1:], "--no-progress"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr  # the example has failing cases, by design
+    code = blocks("python")
+    assert len(code) >= 2
+    for block in code:
+        exec(compile(block, "README.md", "exec"), {})  # raises on any broken line
+    assert (example_dir / "archive.duckdb").exists()
+
+
+@pytest.mark.skipif(os.environ.get("CI") != "true" or os.environ.get("CHECKLLM_IN_CLONE"),
+                    reason="slow: runs the README's two commands in a fresh clone (CI only)")
+def test_readme_commands_in_a_fresh_clone(tmp_path):
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["CHECKLLM_IN_CLONE"] = "1"  # the clone's own run of this test skips it
+    example, test_command = two_commands()
+    done = subprocess.run(example, shell=True, cwd=clone, env=env, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "derived metrics:" in done.stdout
+    done = subprocess.run(test_command, shell=True, cwd=clone, env=env, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-2000:])

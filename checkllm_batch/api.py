@@ -12,7 +12,6 @@ import duckdb
 import orjson
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from .assertions import pool
@@ -22,7 +21,7 @@ from .evaluate.plan import build_plan
 from .judge.config import JudgeConfig
 from .judge.protocol import Judge
 from .load.cases import CaseBuilder
-from .load.outputs import read_ahead, read_batches
+from .load.outputs import check_columns, read_ahead, read_batches, row_count
 from .spec.model import Suite
 from .spec.parse import load_suite
 from .store import results as store
@@ -169,12 +168,11 @@ def _batches(suite: Suite, outputs: Outputs, rows: int
     if isinstance(outputs, pl.DataFrame):
         outputs = outputs.to_arrow()
     if isinstance(outputs, pa.Table):
+        check_columns(outputs.column_names, "<table>")
         return "<table>", iter(outputs.to_batches(max_chunksize=rows)), outputs.num_rows
     if outputs is not None:
         source = str(outputs)
-        total = pq.ParquetFile(source).metadata.num_rows if source.endswith(".parquet") \
-            and Path(source).exists() else None
-        return source, read_ahead(read_batches(source, rows)), total
+        return source, read_ahead(read_batches(source, rows)), row_count(source)
     table = inline_outputs(suite)
     return suite.path, iter(table.to_batches(max_chunksize=rows)), table.num_rows
 

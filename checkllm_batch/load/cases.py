@@ -22,6 +22,8 @@ from ..spec.model import Suite
 CORE = {"output", "output_kind", "test_id", "__test_index", "provider", "prompt", "latency_ms",
         "cost", "logprobs", "tool_calls", "tools", "metadata", "finish_reason", "description"}
 _NUMERIC = {"latency_ms": pl.Float64, "cost": pl.Float64}
+_NUMBER = r"(?:-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|null)"
+_NUMBER_LIST = rf"^\s*\[\s*(?:{_NUMBER}(?:\s*,\s*{_NUMBER})*)?\s*\]\s*$"
 
 
 class CaseBuilder:
@@ -155,8 +157,10 @@ def _provider_metadata(df: pl.DataFrame) -> list[pl.Expr]:
     logprobs = pl.List(pl.Float64)
     if "logprobs" not in df.columns:
         out.append(pl.lit(None, logprobs).alias("logprobs"))
-    elif df.schema["logprobs"] == pl.String:
-        out.append(pl.col("logprobs").str.json_decode(logprobs))
+    elif df.schema["logprobs"] == pl.String:  # text that is not a JSON list of numbers: null
+        text = pl.col("logprobs")
+        out.append(pl.when(text.str.contains(_NUMBER_LIST)).then(text).otherwise(None)
+                   .str.json_decode(logprobs).alias("logprobs"))
     else:
         out.append(pl.col("logprobs").cast(logprobs, strict=False))
     out.append(_json_or_null(df, "tools").alias("tools"))

@@ -140,8 +140,9 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
 def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Path = ":memory:",
             batch_rows: int = BATCH_ROWS, judge_config: JudgeConfig | None = None):
     """Plan the judge calls of an evaluation without sending any: returns the runner's Stats
-    (requests, unique, already answered in `db`, to send, estimated tokens and cost)."""
-    from .judge.session import close_hook, open_hook
+    (requests, unique, already answered in `db`, to send, estimated tokens and cost). Only
+    model-graded assertions are planned: no other check runs (no webhook, no python)."""
+    from .judge.session import close_hook, open_hook, plan_calls
 
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
@@ -156,7 +157,7 @@ def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pat
             if batch.schema != schema:
                 builder, schema = CaseBuilder(plan, batch.schema, source), batch.schema
             assert builder is not None
-            evaluate_batch(plan, builder.build(batch, done), judge=hook)
+            plan_calls(plan, builder.build(batch, done), hook)
             done += batch.num_rows
     finally:
         close_hook(hook)

@@ -78,7 +78,7 @@ def _default_test(raw: dict, path: Path, problems: _Problems) -> dict:
     source = path
     if isinstance(default, str):
         if not default.startswith("file://"):
-            problems.add(Where(str(path), raw.line, "defaultTest"),
+            problems.add(Where(str(path), raw.line),
                          f"defaultTest must be a mapping or file://, got {default!r}")
             return {}
         source = path.parent / default[len("file://"):]

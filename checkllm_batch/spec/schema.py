@@ -123,7 +123,7 @@ class DerivedMetric(_Model):
     @model_validator(mode="after")
     def _one_of(self) -> DerivedMetric:
         if (self.value is None) == (self.sql is None):
-            raise ValueError(f'derived metric "{self.name}" needs exactly one of `value`, `sql`')
+            raise ValueError(f'"{self.name}" needs exactly one of `value`, `sql`')
         return self
 
 
@@ -180,7 +180,11 @@ def _lines(errors: list[dict], model: Any, raw: Any, where: Where, noun: str) ->
         if error["type"] == "missing":  # a required field: named, though not in the data
             path += error["loc"][-1:]
         by_place.setdefault(path, []).append(error)
-    return [_line(path, errs, model, raw, where, noun) for path, errs in by_place.items()]
+    # an error inside a value makes the other alternatives' "must be a string" at the value
+    # itself noise: the deepest places are the ones to fix
+    deepest = {p: e for p, e in by_place.items()
+               if not any(q[:len(p)] == p and len(q) > len(p) for q in by_place)}
+    return [_line(path, errs, model, raw, where, noun) for path, errs in deepest.items()]
 
 
 def _line(path: tuple, errors: list[dict], model: Any, raw: Any, where: Where, noun: str) -> str:
@@ -188,13 +192,16 @@ def _line(path: tuple, errors: list[dict], model: Any, raw: Any, where: Where, n
     first = errors[0]
     if first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         known = _field_names(model, first["loc"][:-1])
-        return f'{place}: unknown {noun} "{_name(path)}"' + did_you_mean(str(path[-1]), known)
+        return (f'{place}: unknown {noun if len(path) == 1 else "field"} "{_name(path)}"'
+                + did_you_mean(str(path[-1]), known))
     if first["type"] == "invalid_key" or first["loc"][-1] == "[key]":
         return f"{place}: {_name(path[:-1]) or 'the mapping'}: key {path[-1]!r} must be a string"
     phrases = list(dict.fromkeys(_phrase(e) for e in errors))
     said = phrases[0] + "".join(
         (" or " if i == len(phrases) - 1 else ", ") + p.removeprefix("must be ")
         for i, p in enumerate(phrases[1:], 1))
+    if first["type"] == "value_error" and isinstance(first["input"], dict):  # a whole entry's
+        return f"{place}: {_name(path)}: {said}"
     shown = "" if path and path[-1] in SECRET_FIELDS or first["type"] == "missing" \
         else f", got {_SHORT.repr(first['input'])}"
     return f"{place}: {_name(path) or 'the value'} {said}{shown}"

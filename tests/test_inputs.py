@@ -39,7 +39,8 @@ SUITES = [
     ("tests:\n  - options: {factuality: {agree: high}}\n",
      "{f}:2, test 1: options.factuality.agree must be a number, got 'high'"),
     ("tests:\n  - threshold: 1" + "0" * 400 + "\n",
-     "{f}:2, test 1: threshold must be a number, got 100000000000000000...0000000000000000000"),
+     "{f}:2: invalid YAML: integer 10000000000000000000... is too large (64 bits at most)"),
+    ("tests:\n  - threshold: 1e400\n", "{f}:2, test 1: threshold must be a finite number, got inf"),
     ("tests:\n  - threshold: .nan\n", "{f}:2, test 1: threshold must be a finite number, got nan"),
     ("tests:\n  - assert: [{type: contains, value: h, threshold: .inf}]\n",
      "{f}:2, test 1, assert 1 (contains): threshold must be a finite number, got inf"),
@@ -212,6 +213,8 @@ TEST_FILES = [
     ("t.parquet", b"garbage", "{f}: cannot read: Could not open Parquet input source ..."),
     ("t.jsonl", b'{"vars": {}}\n"a"\n', "{f}:2: each line must be a JSON object (a test)"),
     ("t.yaml", b"- vars: {a: 1}\n  vars: {a: 2}\n", "{f}:2: invalid YAML: duplicate key 'vars'"),
+    ("t.jsonl", b'{"vars": {"n": 1' + b"0" * 30 + b'}}\n',
+     "{f}:1: invalid JSON: integer 10000000000000000000... is too large (64 bits at most)"),
 ]
 
 

@@ -21,7 +21,7 @@ from ..spec.model import Suite
 
 CORE = {"output", "output_kind", "test_id", "__test_index", "provider", "prompt", "latency_ms",
         "cost", "logprobs", "tool_calls", "tools", "metadata", "finish_reason", "description"}
-_NUMERIC = {"latency_ms": pl.Float64, "cost": pl.Float64}
+_NUMERIC = ("latency_ms", "cost")
 _NUMBER = r"(?:-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|null)"
 _NUMBER_LIST = rf"^\s*\[\s*(?:{_NUMBER}(?:\s*,\s*{_NUMBER})*)?\s*\]\s*$"
 
@@ -75,8 +75,7 @@ class CaseBuilder:
             *_output(df),
             *(pl.col(c).cast(pl.String) if c in df.columns else pl.lit(None, pl.String).alias(c)
               for c in ("provider", "prompt")),
-            *(pl.col(c).cast(t, strict=False) if c in df.columns else pl.lit(None, t).alias(c)
-              for c, t in _NUMERIC.items()),
+            *(self._number(df, c) for c in _NUMERIC),
             _json_text(df, "tool_calls"),
             *_provider_metadata(df),
             pl.col("test_id").cast(pl.String) if "test_id" in df.columns
@@ -91,6 +90,15 @@ class CaseBuilder:
             prompt=pl.coalesce("prompt", "__test_prompt"),
             vars=pl.concat_str(["__vars_head", "__row_vars"]),
         ).drop("__test_id", "__test_prompt", "__vars_head", "__row_vars")
+
+    def _number(self, df: pl.DataFrame, name: str) -> pl.Expr:
+        """latency_ms / cost as floats; text that is no number is null for its row."""
+        if name not in df.columns:
+            return pl.lit(None, pl.Float64).alias(name)
+        dtype = df.schema[name]
+        if not (dtype.is_numeric() or dtype in (pl.String, pl.Null, pl.Boolean)):
+            raise InputError(f"{self.source}: column {name!r} must hold numbers, got {dtype}")
+        return pl.col(name).cast(pl.Float64, strict=False)
 
     def _test_index(self, df: pl.DataFrame) -> pl.Expr:
         if "__test_index" in df.columns:

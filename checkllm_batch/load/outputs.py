@@ -49,6 +49,9 @@ def read_batches(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
         yield from (checked(b, source) for b in batches)
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"{source}: cannot read: {str(e).splitlines()[0]}") from None
+    except UnicodeDecodeError:  # a CSV header (names) in another encoding
+        raise InputError(f"{source}: column names are not UTF-8 text; save the file as "
+                         "UTF-8") from None
 
 
 # columns the engine adds to every case: a dataset column of that name would change how rows
@@ -57,7 +60,9 @@ RESERVED = ("case_id", "test_index", "output_kind", "__test_index")
 
 
 def check_columns(names: list[str], source: str) -> None:
-    """Refuse reserved names (and any starting with "__") and names given twice."""
+    """Refuse reserved names (and any starting with "__"), empty names and names given twice."""
+    if "" in names:
+        raise InputError(f"{source}: column {names.index('') + 1} has no name")
     for name in names:
         if name in RESERVED or name.startswith("__"):
             raise InputError(f"{source}: column {name!r} is reserved for the engine (names "

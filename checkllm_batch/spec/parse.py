@@ -57,6 +57,9 @@ def load_suite(path: str | Path) -> Suite:
     tests = tuple(t for t in (_test(i, t, default, tests_source, path.parent, problems)
                               for i, t in enumerate(raw_tests)) if t is not None)
     _check_ids(tests, problems)
+    if tests and not problems and not any(t.asserts for t in tests):
+        problems.add(Where(str(path)), "no assertions: every case would pass; add `assert:` "
+                     "to the tests or to defaultTest")
     derived = tuple(DerivedMetric(name=d["name"], sql=d.get("sql"), value=None if d.get(
         "value") is None else str(d["value"])) for d in raw.get("derivedMetrics") or [])
     judge = raw.get("judge") or {}

@@ -12,11 +12,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 from ..assertions.registry import known_names
 from ..assertions.text import split_items
 from ..errors import ConfigError
-from .yaml12 import LineDict, decode, load_yaml
+from .yaml12 import LineDict, checked_int, decode, load_yaml
 
 # CSV types whose threshold defaults when no "(N)" is written (promptfoo §7.5).
 _CSV_THRESHOLD_TYPES = {"answer-relevance", "classifier", "context-faithfulness", "context-recall",
@@ -79,9 +80,10 @@ def _jsonl_tests(path: Path) -> list[dict]:
     for n, line in enumerate(decode(path.read_bytes(), path).splitlines(), 1):
         if line.strip():
             try:
-                test = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as e:
-                raise ConfigError([f"{path}:{n}: invalid JSON: {e}"]) from None
+                test = json.loads(line, parse_int=lambda text: checked_int(int(text)))
+            except (ValueError, RecursionError, yaml.YAMLError) as e:
+                raise ConfigError([f"{path}:{n}: invalid JSON: {getattr(e, 'problem', e)}"]
+                                  ) from None
             if not isinstance(test, dict):
                 raise ConfigError([f"{path}:{n}: each line must be a JSON object (a test)"])
             test = LineDict(test)

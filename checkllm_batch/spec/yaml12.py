@@ -48,8 +48,21 @@ _Loader.add_implicit_resolver(
 def _int(loader: _Loader, node: yaml.Node) -> int:
     text = loader.construct_scalar(node)
     if text.startswith("0o"):
-        return int(text[2:], 8)
-    return int(text, 0) if text.startswith("0x") else int(text, 10)
+        value = int(text[2:], 8)
+    else:
+        value = int(text, 0) if text.startswith("0x") else int(text, 10)
+    return checked_int(value, node.start_mark)
+
+
+INT64 = 2**63
+
+
+def checked_int(value: int, mark: Any = None) -> int:
+    """Integers beyond 64 bits fit neither Polars nor DuckDB (nor JavaScript): refused."""
+    if not -INT64 <= value < INT64:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"integer {str(value)[:20]}... is too large (64 bits at most)", mark)
+    return value
 
 
 def _float(loader: _Loader, node: yaml.Node) -> float:
@@ -82,13 +95,19 @@ MAX_NODES = 1_000_000  # values after aliases are expanded (an "alias bomb" is r
 
 
 def load_yaml_text(text: str, source: str) -> Any:
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)  # reads (and checks) the first characters already
         node = loader.get_single_node()
         if node is None:
             return None
         _check_size(node, source)
         return loader.construct_document(node)
+    except yaml.reader.ReaderError as e:  # a control character: no mark, a position
+        line = text[:e.position].count("\n") + 1
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        raise ConfigError([f"{source}:{line}: invalid YAML: control character U+{code:04X} is "
+                           "not allowed"]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
@@ -96,7 +115,8 @@ def load_yaml_text(text: str, source: str) -> Any:
     except RecursionError:
         raise ConfigError([f"{source}: invalid YAML: nested too deeply"]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _check_size(root: yaml.Node, source: str) -> None:

@@ -166,10 +166,13 @@ SECONDS = 30  # per example, on a busy 2-core CI machine; a healthy one takes we
 MEGABYTES = 600  # growth of the process's peak memory over all examples
 
 
-def run_cli(suite: bytes, rows: tuple[str, bytes]) -> None:
+def run_cli(suite: bytes, rows: tuple[str, bytes], files: dict[str, bytes] | None = None
+            ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "suite.yaml").write_bytes(suite)
+        for name, content in (files or {}).items():
+            (folder / name).write_bytes(content)
         (folder / rows[0]).write_bytes(rows[1])
         start = time.monotonic()
         result = CliRunner().invoke(main, ["eval", str(folder / "suite.yaml"), "-o",
@@ -183,7 +186,8 @@ def run_cli(suite: bytes, rows: tuple[str, bytes]) -> None:
         lines = result.output.strip().splitlines()
         assert lines and lines[0].startswith("Error: "), result.output
         for line in lines:  # every problem names its place: the file it comes from
-            assert "suite.yaml" in line or rows[0] in line, result.output
+            assert any(name in line for name in ["suite.yaml", rows[0], *(files or {})]), \
+                result.output
     else:
         assert result.exit_code in (0, 1), result.output
         assert result.output.startswith("run "), result.output
@@ -224,3 +228,31 @@ def test_damaged_suites_finish_or_exit_2(data):
 def test_damaged_datasets_finish_or_exit_2(data):
     suite = yaml.safe_dump(SUITE, allow_unicode=True, sort_keys=False).encode()
     run_cli(suite, damage_rows(data))
+
+
+TESTS_CSV = ("__description,city,__expected,__expected2,__threshold,__metric\n"
+             "capital,Paris,contains:{{city}},levenshtein(3):Paris,0.5,tp\n"
+             "math,,equals:4,not-contains:five,,fp\n")
+CELLS = st.sampled_from(["", "__x", "contains", "regex:(", "similar(abc):x", "1e999", "x",
+                         "javascript:1", "grade:ok", "is-json:{", "\x00", "é", "a,b", '"'])
+
+
+@settings(FUZZ, max_examples=60)
+@given(st.data())
+def test_damaged_tests_files_finish_or_exit_2(data):
+    """`tests: file://t.csv` (promptfoo's __expected columns) with cells, bytes or the
+    header damaged: the tests file is named in every line of the error."""
+    text = TESTS_CSV
+    op = data.draw(st.sampled_from(["cell", "cell", "flip", "truncate", "header"]))
+    if op == "cell":
+        cells = text.split(",")
+        cells[data.draw(st.integers(0, len(cells) - 1))] = data.draw(CELLS)
+        raw = ",".join(cells).encode()
+    elif op == "header":
+        raw = text.replace("city", data.draw(st.sampled_from(["__expected", "__metric", ""])),
+                           1).encode()
+    else:
+        raw = damage_text(text, _Only(data, "flip")) if op == "flip" else \
+            text.encode()[:data.draw(st.integers(0, len(text)))]
+    rows = '{"test_id": "capital", "output": "Paris"}\n{"test_id": "math", "output": "4"}\n'
+    run_cli(b"tests: file://t.csv\n", ("out.jsonl", rows.encode()), {"t.csv": raw})

@@ -226,3 +226,17 @@ def test_bad_tests_file_is_one_line(tmp_path, name, content, message):
     with pytest.raises(ConfigError) as e:
         cb.load(suite)
     assert same(e.value.problems, message, tmp_path / name), e.value.problems
+
+
+def test_a_description_shared_by_two_tests_routes_no_row(tmp_path):
+    """Rows used to go to the last test of that description, silently."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("tests:\n  - description: same\n    assert: [{type: contains, value: a}]\n"
+                     "  - description: same\n    assert: [{type: contains, value: b}]\n"
+                     "  - description: other\n    assert: [{type: contains, value: c}]\n")
+    frame = pl.DataFrame({"test_id": ["other", "same"], "output": ["c", "a"]})
+    with pytest.raises(InputError) as e:
+        cb.evaluate(suite, frame)
+    assert str(e.value) == ("<table>: row 2: test_id 'same' is the description of 2 tests "
+                            '(test 1 ("same"), test 2 ("same")): give them ids')
+    assert cb.evaluate(suite, frame.head(1)).test_results["pass"].to_list() == [True]

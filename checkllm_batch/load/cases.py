@@ -116,6 +116,11 @@ class CaseBuilder:
         if bad.any():
             row = int(bad.arg_true()[0])
             name = ids[row]
+            shared = [t.where.test for t in self.suite.tests if t.description == name]
+            if len(shared) > 1:
+                raise InputError(
+                    f"{self.source}: row {int(df['case_id'][row]) + 1}: test_id {name!r} is the "
+                    f"description of {len(shared)} tests ({', '.join(shared)}): give them ids")
             raise InputError(
                 f"{self.source}: row {int(df['case_id'][row]) + 1}: test_id {name!r} matches no "
                 f"test in the suite" + did_you_mean(str(name), self.by_name))
@@ -123,11 +128,13 @@ class CaseBuilder:
 
 
 def _test_names(suite: Suite) -> dict[str, int]:
-    names: dict[str, int] = {}
+    """test_id -> test index: by id, else by a description no other test shares."""
+    described: dict[str, list[int]] = {}
     for t in suite.tests:
-        for name in (t.description, t.id):  # an id wins over a description
-            if name is not None:
-                names[name] = t.index
+        if t.description is not None:
+            described.setdefault(t.description, []).append(t.index)
+    names = {d: tests[0] for d, tests in described.items() if len(tests) == 1}
+    names.update({t.id: t.index for t in suite.tests if t.id is not None})  # an id wins
     return names
 
 

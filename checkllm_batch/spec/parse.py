@@ -305,6 +305,9 @@ def _check_value(atype, spec: AssertionSpec, where: Where, problems: _Problems) 
             atype.prepare(spec.value, spec)
         except ValueError as e:
             problems.add(where, str(e))
+        except Exception as e:  # a type's check that did not expect this value: still ours
+            problems.add(where, f"invalid value {str(spec.value)[:40]!r}: "
+                                f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
 
 
 def _load_value(value: Any, base: Path, where: Where, problems: _Problems) -> Any:

@@ -4,14 +4,13 @@ expression, budgets are real numbers, and keys never reach results, whatever the
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
 from judge_server import JudgeServer
+from test_webhook import Server
 
 from checkllm_batch import api
 from checkllm_batch.cli import main
@@ -20,35 +19,12 @@ from checkllm_batch.judge import JudgeConfig
 from checkllm_batch.metrics.derived import scalar_sql
 
 
-class Recorder:
-    """A local HTTP server that records every request it receives and answers pass."""
-
-    def __init__(self):
-        self.requests: list[bytes] = []
-        recorder = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                recorder.requests.append(self.rfile.read(int(self.headers["Content-Length"])))
-                data = b'{"pass": true}'
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hook"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
 def recorder():
-    r = Recorder()
-    yield r
-    r.httpd.shutdown()
+    """The webhook tests' local server on 127.0.0.1: it keeps every request it receives."""
+    server = Server()
+    yield server
+    server.httpd.shutdown()
 
 
 def invoke(*args):

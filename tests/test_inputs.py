@@ -20,6 +20,8 @@ BOMB = "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 10 if p else ['x'] * 10)}]\n"
 
 SUITES = [
     # (suite text or bytes, the one line it must end as; {f} is the suite's path)
+    # promptfoo 0.123.1 accepts the defaultTest `asert:` typo silently (exit 0, the test
+    # passes with score 1, no warning): issue 10 wants the error.
     ("defaultTest:\n  asert:\n    - {type: contains, value: zzz}\n",
      '{f}:2, defaultTest: unknown defaultTest field "asert" (did you mean "assert"?)'),
     ("defaultTest:\n  asserts: []\n",
@@ -122,7 +124,9 @@ def test_bad_suite_exits_2_without_traceback(tmp_path, text, message):
 
 
 def test_disable_default_asserts_is_honoured(tmp_path):
-    """promptfoo: options.disableDefaultAsserts drops defaultTest's assertions for a test."""
+    """promptfoo: options.disableDefaultAsserts drops defaultTest's assertions for a test.
+    promptfoo 0.123.1 (offline kit, the same suite): test 1 ran only `h` (pass, score 1),
+    test 2 ran `zzz` and `h` (fail, score 0.5)."""
     suite = tmp_path / "suite.yaml"
     suite.write_text("defaultTest:\n  assert: [{type: contains, value: zzz}]\ntests:\n"
                      "  - options: {disableDefaultAsserts: true}\n"

@@ -91,7 +91,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
 
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
-    judge_config = judge_config or JudgeConfig.from_sources(suite.judge)
+    judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     plan = build_plan(suite)
     source, batches, total = _batches(suite, outputs, batch_rows)
     large = total is None or total >= pool.POOL_MIN  # a file of unknown length may be
@@ -146,7 +146,7 @@ def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pat
 
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
-    judge_config = judge_config or JudgeConfig.from_sources(suite.judge)
+    judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     plan = build_plan(suite)
     source, batches, _ = _batches(suite, outputs, batch_rows)
     con = store.connect(db) if str(db) == ":memory:" or Path(db).exists() else store.connect(":memory:")

@@ -210,13 +210,15 @@ def test_unreadable_logprobs_fail_only_their_row(tmp_path, logprobs, status):
 
 
 TEST_FILES = [
-    # (tests file name, bytes, the one line)
+    # (tests file name, bytes (None: a folder of that name), the one line)
     ("t.csv", b"a,__expected\n\xff,contains:h\n",
      "{f}:2: not UTF-8 text (byte 0xff at offset 13); save the file as UTF-8"),
     ("t.csv", b"a,a,__expected\n1,2,contains:h\n", "{f}:1: column 'a' appears more than once"),
     ("t.parquet", b"garbage", "{f}: cannot read: Could not open Parquet input source ..."),
     ("t.jsonl", b'{"vars": {}}\n"a"\n', "{f}:2: each line must be a JSON object (a test)"),
     ("t.yaml", b"- vars: {a: 1}\n  vars: {a: 2}\n", "{f}:2: invalid YAML: duplicate key 'vars'"),
+    ("t.csv", None, "{f}: a tests file must be a file, not a folder"),
+    ("t.jsonl", None, "{f}: a tests file must be a file, not a folder"),
     ("t.jsonl", b'{"vars": {"n": 1' + b"0" * 30 + b'}}\n',
      "{f}:1: invalid JSON: integer 10000000000000000000... is too large (64 bits at most)"),
 ]
@@ -224,7 +226,7 @@ TEST_FILES = [
 
 @pytest.mark.parametrize("name,content,message", TEST_FILES)
 def test_bad_tests_file_is_one_line(tmp_path, name, content, message):
-    (tmp_path / name).write_bytes(content)
+    (tmp_path / name).mkdir() if content is None else (tmp_path / name).write_bytes(content)
     suite = tmp_path / "suite.yaml"
     suite.write_text(f"tests: file://{name}\n")
     with pytest.raises(ConfigError) as e:

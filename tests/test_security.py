@@ -152,6 +152,13 @@ def test_a_key_shaped_like_a_name_is_withheld_from_runs_config(tmp_path):
     assert "abcdef0123456789abcdef" not in str(config) and "(withheld)" in str(config)
 
 
-def test_judge_settings_from_code_are_checked_too():
+def test_judge_settings_from_code_are_checked_too(tmp_path):
     with pytest.raises(ConfigError, match="concurrency must be > 0"):
         JudgeConfig.from_sources({"concurrency": 0})
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("tests:\n  - assert: [{type: contains, value: a}]\n")
+    with pytest.raises(ConfigError) as e:
+        api.evaluate(suite, pl.DataFrame({"output": ["a"]}),
+                     judge_config=JudgeConfig(model="m", retries="x", max_cost=float("nan")))
+    assert e.value.problems == ["judge: retries must be an integer, got 'x'",
+                                "judge: max_cost must be a finite number, got nan"]

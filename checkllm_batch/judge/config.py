@@ -77,14 +77,19 @@ class JudgeConfig:
     def from_sources(cls, suite: dict[str, Any] | None = None, **options: Any) -> JudgeConfig:
         """The suite's `judge:` block, then command-line options (not None) over it."""
         raw = {**(suite or {}), **{k: v for k, v in options.items() if v is not None}}
-        found = problems(cls, raw, Where(), "judge setting")
-        if found:
-            raise ConfigError([p.replace("<suite>: ", "judge: ", 1) for p in found])
+        _raise(problems(cls, raw, Where("judge"), "judge setting"))
         config = TypeAdapter(cls).validate_python(raw)
-        config.check()
+        config._check_price()
         return config
 
-    def check(self) -> None:
+    def check(self) -> JudgeConfig:
+        """Every setting's type and range, also for a config built in code (a dataclass
+        does not check what it is given); ConfigError lists what is wrong."""
+        _raise(problems(type(self), asdict(self), Where("judge"), "judge setting"))
+        self._check_price()
+        return self
+
+    def _check_price(self) -> None:
         if self.max_cost is not None and self.model and self.price(self.model) is None:
             raise ConfigError([f"judge: no price known for {self.model!r}: a budget needs one "
                                f"(judge: prices: {{{self.model}: [input, output]}}, "
@@ -121,3 +126,8 @@ class JudgeConfig:
         name = self.api_key_env
         conventional = name in os.environ or name.upper() == name
         return {**asdict(self), "api_key_env": name if conventional else "(withheld)"}
+
+
+def _raise(found: list[str]) -> None:
+    if found:
+        raise ConfigError(found)

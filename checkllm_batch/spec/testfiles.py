@@ -40,8 +40,9 @@ PROMPTFOO_TYPES = (
 
 
 def read_test_file(path: Path) -> list[dict]:
-    if not path.exists():
-        raise ConfigError([f"{path}: tests file not found"])
+    if not path.is_file():
+        raise ConfigError([f"{path}: tests file not found" if not path.exists()
+                           else f"{path}: a tests file must be a file, not a folder"])
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return [_csv_test(i, row, path) for i, row in enumerate(_csv_rows(path))]

@@ -221,7 +221,7 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
         problems.add(where, "an assert-set cannot contain another assert-set")
         return None
     fields = dict(raw)
-    known = set(schema.Assertion.model_fields) | COMMON_FIELDS | set(atype.fields) | set(atype.value_aliases)
+    known = {*schema.Assertion.model_fields, *COMMON_FIELDS, *atype.fields, *atype.value_aliases}
     for key in fields:
         if key not in known:
             problems.add(where, f'unknown field "{key}" for {name}' + did_you_mean(key, known))

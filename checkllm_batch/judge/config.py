@@ -10,7 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter
 
 from ..errors import ConfigError, Where
-from ..spec.schema import Number, Str, problems
+from ..spec.problems import validate
+from ..spec.schema import Number, Str
 
 Positive = Annotated[Number, Field(gt=0)]
 NonNegative = Annotated[Number, Field(ge=0)]
@@ -77,7 +78,7 @@ class JudgeConfig:
     def from_sources(cls, suite: dict[str, Any] | None = None, **options: Any) -> JudgeConfig:
         """The suite's `judge:` block, then command-line options (not None) over it."""
         raw = {**(suite or {}), **{k: v for k, v in options.items() if v is not None}}
-        _raise(problems(cls, raw, Where("judge"), "judge setting"))
+        _raise(validate(cls, raw, Where("judge"), "judge setting"))
         config = TypeAdapter(cls).validate_python(raw)
         config._check_price()
         return config
@@ -85,7 +86,7 @@ class JudgeConfig:
     def check(self) -> JudgeConfig:
         """Every setting's type and range, also for a config built in code (a dataclass
         does not check what it is given); ConfigError lists what is wrong."""
-        _raise(problems(type(self), asdict(self), Where("judge"), "judge setting"))
+        _raise(validate(type(self), asdict(self), Where("judge"), "judge setting"))
         self._check_price()
         return self
 

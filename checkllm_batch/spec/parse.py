@@ -14,6 +14,7 @@ from ..errors import ConfigError, Where, did_you_mean
 from ..judge.config import JudgeConfig
 from . import promptkit, schema, template
 from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
+from .problems import validate
 from .yaml12 import load_yaml
 
 _CUSTOM = ("write the check as `python` (a Python expression or file://checks.py:fn) or "
@@ -46,7 +47,7 @@ def load_suite(path: str | Path) -> Suite:
     raw = load_yaml(path)
     if not isinstance(raw, dict):
         raise ConfigError([f"{path}: a suite must be a YAML mapping with `tests:`"])
-    problems = _Problems(schema.problems(schema.Suite, raw, Where(str(path)), "top-level key"))
+    problems = _Problems(validate(schema.Suite, raw, Where(str(path)), "top-level key"))
     if problems:  # what follows relies on the top level's types
         raise ConfigError(problems)
     default = _default_test(raw, path, problems)
@@ -63,7 +64,7 @@ def load_suite(path: str | Path) -> Suite:
     derived = tuple(DerivedMetric(name=d["name"], sql=d.get("sql"), value=None if d.get(
         "value") is None else str(d["value"])) for d in raw.get("derivedMetrics") or [])
     judge = raw.get("judge") or {}
-    problems.extend(schema.problems(JudgeConfig, judge, Where(str(path), getattr(
+    problems.extend(validate(JudgeConfig, judge, Where(str(path), getattr(
         judge, "line", None), "judge"), "judge setting"))
     provider_tools = _provider_tools(raw.get("providers"), path, problems)
     if problems:
@@ -86,7 +87,7 @@ def _default_test(raw: dict, path: Path, problems: _Problems) -> dict:
             return {}
         source = path.parent / default[len("file://"):]
         default = load_yaml(source)
-    found = schema.problems(schema.DefaultTest, default, Where(
+    found = validate(schema.DefaultTest, default, Where(
         str(source), getattr(default, "line", None), "defaultTest"), "defaultTest field")
     if found:
         problems.extend(found)
@@ -154,7 +155,7 @@ def _raw_tests(value: Any, path: Path, problems: _Problems) -> tuple[list[dict],
 def _test(index: int, raw: Any, default: dict, source: str, base: Path,
           problems: _Problems) -> TestSpec | None:
     where = Where(source, getattr(raw, "line", None), _test_label(index, raw))
-    found = schema.problems(schema.Test, raw, where, "test field")
+    found = validate(schema.Test, raw, where, "test field")
     if found:
         problems.extend(found)
         return None
@@ -197,7 +198,7 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
     if not isinstance(raw, dict) or not isinstance(kind, str):
         problems.add(where, "an assertion must be a mapping with a string `type`")
         return None
-    found = schema.problems(schema.Assertion, raw, where)
+    found = validate(schema.Assertion, raw, where)
     if found:
         problems.extend(found)
         return None

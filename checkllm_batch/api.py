@@ -12,7 +12,6 @@ import duckdb
 import orjson
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .assertions import pool
 from .errors import InputError
@@ -21,7 +20,7 @@ from .evaluate.plan import build_plan
 from .judge.config import JudgeConfig
 from .judge.protocol import Judge
 from .load.cases import CaseBuilder
-from .load.outputs import read_ahead, read_batches
+from .load.outputs import check_columns, read_ahead, read_batches, row_count
 from .progress import RunProgress
 from .spec.model import Suite
 from .spec.parse import load_suite
@@ -92,7 +91,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
 
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
-    judge_config = judge_config or JudgeConfig.from_sources(suite.judge)
+    judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     plan = build_plan(suite)
     source, batches, total = _batches(suite, outputs, batch_rows)
     large = total is None or total >= pool.POOL_MIN  # a file of unknown length may be
@@ -141,12 +140,13 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
 def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Path = ":memory:",
             batch_rows: int = BATCH_ROWS, judge_config: JudgeConfig | None = None):
     """Plan the judge calls of an evaluation without sending any: returns the runner's Stats
-    (requests, unique, already answered in `db`, to send, estimated tokens and cost)."""
-    from .judge.session import close_hook, open_hook
+    (requests, unique, already answered in `db`, to send, estimated tokens and cost). Only
+    model-graded assertions are planned: no other check runs (no webhook, no python)."""
+    from .judge.session import close_hook, open_hook, plan_calls
 
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
-    judge_config = judge_config or JudgeConfig.from_sources(suite.judge)
+    judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     plan = build_plan(suite)
     source, batches, _ = _batches(suite, outputs, batch_rows)
     con = store.connect(db) if str(db) == ":memory:" or Path(db).exists() else store.connect(":memory:")
@@ -157,7 +157,7 @@ def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pat
             if batch.schema != schema:
                 builder, schema = CaseBuilder(plan, batch.schema, source), batch.schema
             assert builder is not None
-            evaluate_batch(plan, builder.build(batch, done), judge=hook)
+            plan_calls(plan, builder.build(batch, done), hook)
             done += batch.num_rows
     finally:
         close_hook(hook)
@@ -169,12 +169,11 @@ def _batches(suite: Suite, outputs: Outputs, rows: int
     if isinstance(outputs, pl.DataFrame):
         outputs = outputs.to_arrow()
     if isinstance(outputs, pa.Table):
+        check_columns(outputs.column_names, "<table>")
         return "<table>", iter(outputs.to_batches(max_chunksize=rows)), outputs.num_rows
     if outputs is not None:
         source = str(outputs)
-        total = pq.ParquetFile(source).metadata.num_rows if source.endswith(".parquet") \
-            and Path(source).exists() else None
-        return source, read_ahead(read_batches(source, rows)), total
+        return source, read_ahead(read_batches(source, rows)), row_count(source)
     table = inline_outputs(suite)
     return suite.path, iter(table.to_batches(max_chunksize=rows)), table.num_rows
 

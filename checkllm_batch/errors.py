@@ -48,6 +48,10 @@ class InputError(CheckLLMError):
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """' (did you mean "x"?)' for the closest choice, or '' when nothing is close."""
-    best = process.extractOne(name, list(choices), scorer=DamerauLevenshtein.normalized_similarity,
-                              score_cutoff=0.5)
-    return f' (did you mean "{best[0]}"?)' if best else ""
+    found = process.extract(name, sorted(choices), scorer=DamerauLevenshtein.normalized_similarity,
+                            score_cutoff=0.5, limit=None)
+    if not found:
+        return ""
+    # ties go to the name of the closest length ("modle": "model", not "mode"), then A-Z
+    best = max(found, key=lambda f: (f[1], -abs(len(f[0]) - len(name)), [-ord(c) for c in f[0]]))
+    return f' (did you mean "{best[0]}"?)'

@@ -23,8 +23,10 @@ CASES = [
 
 @pytest.mark.parametrize("test,asserts,output,expected", CASES)
 def test_test_verdicts(tmp_path, test, asserts, output, expected):
-    r = run(tmp_path, {"tests": [{"description": "t", **test, "assert": asserts}]},
-            [{"output": output}])
+    # a second test keeps the suite from having no assertion at all (a parse error)
+    other = {"description": "other", "assert": [CONTAINS]}
+    r = run(tmp_path, {"tests": [{"description": "t", **test, "assert": asserts}, other]},
+            [{"output": output, "test_id": "t"}])
     row = r.test_results.row(0, named=True)
     assert row["status"] == expected[0]
     if expected[1] is None:

@@ -39,7 +39,7 @@ ERRORS = [
     ("tests:\n  - assert:\n      - type: contains\n        value: x\n        threshhold: 1\n",
      ['unknown field "threshhold"', 'did you mean "threshold"']),
     ("tests:\n  - assert:\n      - type: contains\n        value: x\n        weight: -1\n",
-     ["weight must be a number >= 0"]),
+     ["weight must be >= 0, got -1"]),
     ("tests:\n  - assert:\n      - type: similarity\n        value: x\n        threshold: high\n",
      ["threshold must be a number"]),
     ("tests:\n  - threshold: x\n", ["threshold must be a number"]),

@@ -24,7 +24,11 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
     """A validator for a JSON Schema given as a mapping or as YAML/JSON text."""
     if value is None:
         return None
-    schema = yaml.safe_load(value) if isinstance(value, str) else value
+    try:
+        schema = yaml.safe_load(value) if isinstance(value, str) else value
+    except yaml.YAMLError as e:
+        raise ValueError(f"the JSON Schema is not valid JSON or YAML: "
+                         f"{getattr(e, 'problem', None) or e}") from None
     if not isinstance(schema, dict):
         raise ValueError("the JSON Schema must be a mapping")
     try:

@@ -9,6 +9,7 @@ transport errors, timeouts, 429 and 5xx. A request that still fails is an `error
 
 from __future__ import annotations
 
+import math
 import os
 import urllib.error
 import urllib.request
@@ -37,12 +38,23 @@ def settings(value: Any, spec: Any) -> dict[str, Any]:
         raise ValueError("config must be a mapping")
     timeout = config.get("timeout_ms", os.environ.get("WEBHOOK_TIMEOUT", "5000"))
     out = {"url": value, "concurrency": config.get("concurrency", 8),
-           "retries": config.get("retries", 3), "timeout": float(timeout) / 1000}
+           "retries": config.get("retries", 3), "timeout": _milliseconds(timeout) / 1000}
     if not (isinstance(out["concurrency"], int) and out["concurrency"] >= 1):
         raise ValueError("config.concurrency must be an integer >= 1")
     if not (isinstance(out["retries"], int) and out["retries"] >= 0):
         raise ValueError("config.retries must be an integer >= 0")
     return out
+
+
+def _milliseconds(value: Any) -> float:
+    try:
+        ms = float(value)
+    except (TypeError, ValueError, OverflowError):
+        ms = math.nan
+    if isinstance(value, bool) or not math.isfinite(ms) or ms <= 0:
+        raise ValueError(f"config.timeout_ms must be a positive number of milliseconds, "
+                         f"got {value!r}")
+    return ms
 
 
 def _post(url: str, body: bytes, timeout: float) -> Any:

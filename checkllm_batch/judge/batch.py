@@ -128,7 +128,7 @@ def _collect(runner, judge: OpenAIJudge, batch_id: str, wanted: dict[str, Reques
                 row = json.loads(line)
                 request = wanted.get(row.get("custom_id"))
                 if request is not None:
-                    out[request.hash] = _reply(runner, request, row)
+                    out[request.hash] = judge.redact_reply(_reply(runner, request, row))
                     runner.budget.settle(held.pop(request.hash, 0.0), out[request.hash].cost)
                     runner.ledger.record(request, out[request.hash], batch_id)
                     runner.stats.sent += 1

@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Annotated, Any, Literal
 
-from ..errors import ConfigError, did_you_mean
+from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter
+
+from ..errors import ConfigError, Where
+from ..spec.problems import validate
+from ..spec.schema import Number, Str
+
+Positive = Annotated[Number, Field(gt=0)]
+NonNegative = Annotated[Number, Field(ge=0)]
+# the name of an environment variable, never a key given here by mistake (its value is not
+# shown in errors, nor stored)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        raise ValueError("must name an environment variable (e.g. OPENAI_API_KEY), not hold "
+                         "the key (the value given is not shown)")
+    return value
+
+
+EnvName = Annotated[str, Strict(), AfterValidator(_env_name)]
 
 # USD per 1M tokens (input, output), synchronous prices. Batch mode bills half.
 PRICES: dict[str, tuple[float, float]] = {
@@ -34,55 +55,48 @@ class JudgeConfig:
     tokens per model, over the built-in table. mode: "online" or "batch" (OpenAI Batch API).
     """
 
-    model: str | None = None
-    embedding_model: str = "text-embedding-3-large"
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 16
-    rpm: float | None = None
-    tpm: float | None = None
-    timeout: float = 60.0
-    retries: int = 6
-    max_cost: float | None = None
-    cache: bool = True
-    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
-    mode: str = "online"
-    temperature: float | None = 0.0
-    max_tokens: int | None = 1024
-    batch_poll_seconds: float = 10.0
-    backoff_initial: float = 0.5  # seconds, the first wait between attempts (then doubling)
-    backoff_max: float = 60.0  # seconds, the longest wait between attempts
+    __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    model: Str | None = None
+    embedding_model: Str = "text-embedding-3-large"
+    base_url: Str | None = None
+    api_key_env: EnvName = "OPENAI_API_KEY"
+    concurrency: Annotated[int, Strict(), Field(gt=0)] = 16
+    rpm: Positive | None = None
+    tpm: Positive | None = None
+    timeout: Positive = 60.0
+    retries: Annotated[int, Strict(), Field(ge=0)] = 6
+    max_cost: NonNegative | None = None
+    cache: Annotated[bool, Strict()] = True  # False: ask again even what judge_calls holds
+    prices: dict[Str, tuple[NonNegative, NonNegative]] = field(default_factory=dict)
+    mode: Literal["online", "batch"] = "online"
+    temperature: NonNegative | None = 0.0
+    max_tokens: Annotated[int, Strict(), Field(gt=0)] | None = 1024
+    batch_poll_seconds: Positive = 10.0
+    backoff_initial: NonNegative = 0.5  # seconds, the first wait between attempts (then doubling)
+    backoff_max: NonNegative = 60.0  # seconds, the longest wait between attempts
 
     @classmethod
     def from_sources(cls, suite: dict[str, Any] | None = None, **options: Any) -> JudgeConfig:
         """The suite's `judge:` block, then command-line options (not None) over it."""
-        names = {f.name for f in fields(cls)}
         raw = {**(suite or {}), **{k: v for k, v in options.items() if v is not None}}
-        bad = [k for k in raw if k not in names]
-        if bad:
-            raise ConfigError([f'judge: unknown setting "{k}"' + did_you_mean(k, names)
-                               for k in bad])
-        prices = {m: tuple(map(float, p)) for m, p in (raw.pop("prices", None) or {}).items()}
-        config = replace(cls(), **raw, prices=prices)
-        config.check()
+        _raise(validate(cls, raw, Where("judge"), "judge setting"))
+        config = TypeAdapter(cls).validate_python(raw)
+        config._check_price()
         return config
 
-    def check(self) -> None:
-        problems = []
-        if self.mode not in ("online", "batch"):
-            problems.append(f'judge: mode must be "online" or "batch", got {self.mode!r}')
-        for name in ("concurrency", "rpm", "tpm", "timeout"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, (int, float)) or value <= 0):
-                problems.append(f"judge: {name} must be a positive number, got {value!r}")
-        if self.max_cost is not None and self.max_cost < 0:
-            problems.append(f"judge: max_cost must be >= 0, got {self.max_cost!r}")
+    def check(self) -> JudgeConfig:
+        """Every setting's type and range, also for a config built in code (a dataclass
+        does not check what it is given); ConfigError lists what is wrong."""
+        _raise(validate(type(self), asdict(self), Where("judge"), "judge setting"))
+        self._check_price()
+        return self
+
+    def _check_price(self) -> None:
         if self.max_cost is not None and self.model and self.price(self.model) is None:
-            problems.append(f"judge: no price known for {self.model!r}: a budget needs one "
-                            f"(judge: prices: {{{self.model}: [input, output]}}, "
-                            "USD per 1M tokens)")
-        if problems:
-            raise ConfigError(problems)
+            raise ConfigError([f"judge: no price known for {self.model!r}: a budget needs one "
+                               f"(judge: prices: {{{self.model}: [input, output]}}, "
+                               "USD per 1M tokens)"])
 
     @property
     def enabled(self) -> bool:
@@ -109,5 +123,14 @@ class JudgeConfig:
         raise ConfigError([f"judge: set {self.api_key_env} (the judge's API key) or a base_url"])
 
     def record(self) -> dict[str, Any]:
-        """What is stored with the run: every setting, the key's variable name, never the key."""
-        return asdict(self)
+        """What is stored with the run: every setting, the key's variable name, never the key.
+        A name that is neither set in the environment nor written as variables are (upper
+        case) may be a key given by mistake: it is withheld."""
+        name = self.api_key_env
+        conventional = name in os.environ or name.upper() == name
+        return {**asdict(self), "api_key_env": name if conventional else "(withheld)"}
+
+
+def _raise(found: list[str]) -> None:
+    if found:
+        raise ConfigError(found)

@@ -8,6 +8,7 @@ be retried; 400 / 401 / 404 and `insufficient_quota` may not.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import openai
 
@@ -38,12 +39,23 @@ class OpenAIJudge:
         self.config = config
         self.client = client(config)
 
-    def redact(self, text: str) -> str:
-        """An endpoint may echo the key in an error message: it never goes further."""
-        key = self.client.api_key
-        return text.replace(key, "***") if key and len(key) >= 8 else text
+    def redact(self, text: str | None) -> str | None:
+        """An endpoint may echo the key (in an error or a reply): it never goes further,
+        however short it is."""
+        return redact(text, self.client.api_key)
+
+    def redact_reply(self, reply: Reply) -> Reply:
+        return replace(reply, text=self.redact(reply.text), error=self.redact(reply.error))
 
     def send(self, request: Request) -> Reply:
+        try:
+            return self.redact_reply(self._send(request))
+        except JudgeError as e:
+            raise JudgeError(self.redact(str(e)) or "", retry=e.retry, status=e.status,
+                             retry_after=e.retry_after, rate_limited=e.rate_limited,
+                             headers=e.headers) from None
+
+    def _send(self, request: Request) -> Reply:
         start = time.perf_counter()
         try:
             if request.kind == "embedding":
@@ -54,19 +66,25 @@ class OpenAIJudge:
                 raw = self.client.chat.completions.with_raw_response.create(**body)
         except openai.APIStatusError as e:
             error = classify(e)
-            raise JudgeError(self.redact(str(error)), retry=error.retry, status=error.status,
-                             retry_after=error.retry_after, rate_limited=error.rate_limited,
-                             headers=error.headers) from None
+            raise error from None
         except openai.APITimeoutError:
             raise JudgeError(f"timeout after {self.config.timeout:g}s", retry=True) from None
         except openai.APIConnectionError as e:
-            raise JudgeError(self.redact(f"connection error: {e}"), retry=True) from None
+            raise JudgeError(f"connection error: {e}", retry=True) from None
         headers = {k.lower(): v for k, v in raw.headers.items()}
         try:
             parsed = raw.parse()
         except Exception as e:  # a 200 whose body is not the endpoint's shape
             raise JudgeError(f"malformed response body: {e}", retry=True) from None
         return to_reply(request, parsed, headers, (time.perf_counter() - start) * 1000)
+
+
+def redact(text: str | None, key: str | None) -> str | None:
+    """`text` with every occurrence of `key` replaced by ***; "EMPTY" (the placeholder for
+    servers that need no key) is no secret."""
+    if not text or not key or key == "EMPTY":
+        return text
+    return text.replace(key, "***")
 
 
 def to_reply(request: Request, parsed, headers: dict[str, str], latency_ms: float) -> Reply:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import duckdb
+import polars as pl
 
+from ..assertions.registry import Kind
 from ..evaluate.plan import Plan
 from .config import JudgeConfig
 from .hook import JudgeHook
@@ -24,6 +26,16 @@ def open_hook(plan: Plan, con: duckdb.DuckDBPyConnection, run_id: str | None,
     runner = Runner(config, judge, Ledger(con, run_id, config.mode), dry_run=dry_run,
                     progress=progress)
     return JudgeHook(plan, config, runner)
+
+
+def plan_calls(plan: Plan, cases: pl.DataFrame, hook: JudgeHook) -> None:
+    """A dry run's batch: only the model-graded assertions go to the (dry) hook. Nothing
+    else is evaluated: python checks, webhooks and expressions could reach outside the
+    process, and a dry run must not."""
+    for p in plan.assertions:
+        if p.kind is Kind.JUDGE:
+            hook(p, cases if p.tests is None
+                 else cases.filter(pl.col("test_index").is_in(list(p.tests))))
 
 
 def close_hook(hook: JudgeHook) -> None:

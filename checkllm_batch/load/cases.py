@@ -21,7 +21,9 @@ from ..spec.model import Suite
 
 CORE = {"output", "output_kind", "test_id", "__test_index", "provider", "prompt", "latency_ms",
         "cost", "logprobs", "tool_calls", "tools", "metadata", "finish_reason", "description"}
-_NUMERIC = {"latency_ms": pl.Float64, "cost": pl.Float64}
+_NUMERIC = ("latency_ms", "cost")
+_NUMBER = r"(?:-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|null)"
+_NUMBER_LIST = rf"^\s*\[\s*(?:{_NUMBER}(?:\s*,\s*{_NUMBER})*)?\s*\]\s*$"
 
 
 class CaseBuilder:
@@ -74,8 +76,7 @@ class CaseBuilder:
             *_output(df),
             *(pl.col(c).cast(pl.String) if c in df.columns else pl.lit(None, pl.String).alias(c)
               for c in ("provider", "prompt")),
-            *(pl.col(c).cast(t, strict=False) if c in df.columns else pl.lit(None, t).alias(c)
-              for c, t in _NUMERIC.items()),
+            *(self._number(df, c) for c in _NUMERIC),
             _json_text(df, "tool_calls"),
             *_provider_metadata(df),
             pl.col("test_id").cast(pl.String) if "test_id" in df.columns
@@ -90,6 +91,15 @@ class CaseBuilder:
             prompt=pl.coalesce("prompt", "__test_prompt"),
             vars=pl.concat_str(["__vars_head", "__row_vars"]),
         ).drop("__test_id", "__test_prompt", "__vars_head", "__row_vars")
+
+    def _number(self, df: pl.DataFrame, name: str) -> pl.Expr:
+        """latency_ms / cost as floats; text that is no number is null for its row."""
+        if name not in df.columns:
+            return pl.lit(None, pl.Float64).alias(name)
+        dtype = df.schema[name]
+        if not (dtype.is_numeric() or dtype in (pl.String, pl.Null, pl.Boolean)):
+            raise InputError(f"{self.source}: column {name!r} must hold numbers, got {dtype}")
+        return pl.col(name).cast(pl.Float64, strict=False)
 
     def _test_index(self, df: pl.DataFrame) -> pl.Expr:
         if "__test_index" in df.columns:
@@ -107,6 +117,11 @@ class CaseBuilder:
         if bad.any():
             row = int(bad.arg_true()[0])
             name = ids[row]
+            shared = [t.where.test for t in self.suite.tests if t.description == name]
+            if len(shared) > 1:
+                raise InputError(
+                    f"{self.source}: row {int(df['case_id'][row]) + 1}: test_id {name!r} is the "
+                    f"description of {len(shared)} tests ({', '.join(shared)}): give them ids")
             raise InputError(
                 f"{self.source}: row {int(df['case_id'][row]) + 1}: test_id {name!r} matches no "
                 f"test in the suite" + did_you_mean(str(name), self.by_name))
@@ -114,11 +129,13 @@ class CaseBuilder:
 
 
 def _test_names(suite: Suite) -> dict[str, int]:
-    names: dict[str, int] = {}
+    """test_id -> test index: by id, else by a description no other test shares."""
+    described: dict[str, list[int]] = {}
     for t in suite.tests:
-        for name in (t.description, t.id):  # an id wins over a description
-            if name is not None:
-                names[name] = t.index
+        if t.description is not None:
+            described.setdefault(t.description, []).append(t.index)
+    names = {d: tests[0] for d, tests in described.items() if len(tests) == 1}
+    names.update({t.id: t.index for t in suite.tests if t.id is not None})  # an id wins
     return names
 
 
@@ -156,8 +173,10 @@ def _provider_metadata(df: pl.DataFrame) -> list[pl.Expr]:
     logprobs = pl.List(pl.Float64)
     if "logprobs" not in df.columns:
         out.append(pl.lit(None, logprobs).alias("logprobs"))
-    elif df.schema["logprobs"] == pl.String:
-        out.append(pl.col("logprobs").str.json_decode(logprobs))
+    elif df.schema["logprobs"] == pl.String:  # text that is not a JSON list of numbers: null
+        text = pl.col("logprobs")
+        out.append(pl.when(text.str.contains(_NUMBER_LIST)).then(text).otherwise(None)
+                   .str.json_decode(logprobs).alias("logprobs"))
     else:
         out.append(pl.col("logprobs").cast(logprobs, strict=False))
     out.append(_json_or_null(df, "tools").alias("tools"))

@@ -41,17 +41,67 @@ def read_batches(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
                          ".jsonl, .csv, .parquet, .arrow or duckdb:file.duckdb:table")
     try:
         if fmt == "parquet":
-            yield from pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
+            batches = pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
         elif fmt == "arrow":
-            yield from _rechunk(_ipc_batches(path), batch_rows)
+            batches = _rechunk(_ipc_batches(path), batch_rows)
         elif fmt == "csv":
-            yield from _rechunk(pacsv.open_csv(path), batch_rows)
-        elif _is_json_document(path):
-            yield from _json_document(path, batch_rows)
-        else:
-            yield from _jsonl(path, batch_rows)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise InputError(f"{source}: cannot read: {e}") from None
+            batches = _rechunk(pacsv.open_csv(path), batch_rows)
+        elif _is_json_document(path):  # promptfoo's own results file
+            batches = _json_document(path, batch_rows)
+        else:  # names checked as lines are read, before output_kind is added
+            yield from (checked(b, source, names=False) for b in _jsonl(path, batch_rows))
+            return
+        yield from (checked(b, source) for b in batches)
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{source}: cannot read: {str(e).splitlines()[0]}") from None
+    except UnicodeDecodeError:  # a CSV header (names) in another encoding
+        raise InputError(f"{source}: column names are not UTF-8 text; save the file as "
+                         "UTF-8") from None
+
+
+# columns the engine adds to every case: a dataset column of that name would change how rows
+# are routed to tests, or be replaced silently
+RESERVED = ("case_id", "test_index", "output_kind", "__test_index")
+
+
+def check_columns(names: list[str], source: str) -> None:
+    """Refuse reserved names (and any starting with "__"), empty names and names given twice."""
+    if "" in names:
+        raise InputError(f"{source}: column {names.index('') + 1} has no name")
+    for name in names:
+        if name in RESERVED or name.startswith("__"):
+            raise InputError(f"{source}: column {name!r} is reserved for the engine (names "
+                             f"{', '.join(RESERVED[:3])} and any starting with __); rename it")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"{source}: column {twice[0]!r} appears more than once")
+
+
+def checked(batch: pa.RecordBatch, source: str, names: bool = True) -> pa.RecordBatch:
+    """A batch whose names are allowed and whose byte columns are UTF-8 text (a CSV in
+    another encoding reads as bytes)."""
+    if names:
+        check_columns(batch.schema.names, source)
+    binary = [i for i, f in enumerate(batch.schema)
+              if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+    for i in binary:
+        try:
+            text = batch.column(i).cast(pa.string())
+        except pa.ArrowInvalid:
+            raise InputError(f"{source}: column {batch.schema.names[i]!r} is not UTF-8 text; "
+                             "save the file as UTF-8") from None
+        batch = batch.set_column(i, batch.schema.names[i], text)
+    return batch
+
+
+def row_count(source: str) -> int | None:
+    """The number of rows, when the format says it without reading them (Parquet)."""
+    if not source.endswith(".parquet") or not Path(source).exists():
+        return None
+    try:
+        return pq.ParquetFile(source).metadata.num_rows
+    except (pa.ArrowException, OSError):
+        return None  # reading it says what is wrong
 
 
 def read_ahead(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -139,14 +189,15 @@ def _jsonl(path: Path, rows: int) -> Iterator[pa.RecordBatch]:
                 convert = promptfoo.row if promptfoo.is_result(record) else dict
             records.append(convert(record))
             if len(records) == rows:
-                yield _to_batch(records)
+                yield _to_batch(records, str(path))
                 records = []
     if records:
-        yield _to_batch(records)
+        yield _to_batch(records, str(path))
 
 
-def _to_batch(records: list[dict]) -> pa.RecordBatch:
+def _to_batch(records: list[dict], source: str) -> pa.RecordBatch:
     names = list(dict.fromkeys(k for r in records for k in r))
+    check_columns(names, source)  # before output_kind is added
     columns = {}
     for name in names:
         values = [r.get(name) for r in records]
@@ -175,5 +226,5 @@ def _duckdb(source: str, rows: int) -> Iterator[pa.RecordBatch]:
         reader = con.sql(f"SELECT * FROM {table}").to_arrow_reader(rows)
     except duckdb.Error as e:
         raise InputError(f"{source}: {str(e).splitlines()[0]}") from None
-    yield from reader
+    yield from (checked(b, source) for b in reader)
     con.close()

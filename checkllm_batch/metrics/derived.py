@@ -4,7 +4,8 @@
 and `__count` (the number of cases), evaluated in list order so a derived metric can use
 earlier ones. We translate it token by token to SQL (`^` power, `min`/`max`/`log` as in
 mathjs), and run every derived metric in one query. x/0, 0/0 and other non-finite results
-are NULL. `sql:` takes any DuckDB scalar expression over the same columns instead.
+are NULL. `sql:` takes one DuckDB scalar expression over the same columns instead, checked with
+sqlglot before it runs (never a statement, a subquery or a table).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import re
 
 import duckdb
+import sqlglot
+from sqlglot import exp
 
 from ..errors import did_you_mean
 from ..spec.model import DerivedMetric, Suite
@@ -65,7 +68,28 @@ def _tokens(expression: str):
 
 
 def column_sql(metric: DerivedMetric, names: set[str]) -> str:
-    return f"CAST(({metric.sql if metric.sql is not None else to_sql(metric.value, names)}) AS DOUBLE)"
+    sql = scalar_sql(metric.sql) if metric.sql is not None else to_sql(metric.value, names)
+    return f"CAST(({sql}) AS DOUBLE)"
+
+
+# nodes that would make `sql:` more than arithmetic over the metric columns
+_NOT_SCALAR = (exp.Query, exp.Subquery, exp.Table, exp.Star)
+
+
+def scalar_sql(text: str) -> str:
+    """`text` as ONE DuckDB scalar expression (parsed by sqlglot as a condition, then
+    regenerated), before it runs anywhere; ValueError for a statement, several, a subquery
+    or a table."""
+    try:
+        expression = sqlglot.parse_one(text, read="duckdb", into=exp.Condition)
+    except sqlglot.errors.SqlglotError:
+        raise ValueError(f"sql: must be one scalar expression over the metric columns (no "
+                         f"statement, no `;`), got {text!r}") from None
+    bad = next((n for n in expression.walk() if isinstance(n, _NOT_SCALAR)), None)
+    if bad is not None:
+        raise ValueError(f"sql: must be one scalar expression over the metric columns, not a "
+                         f"{type(bad).__name__.lower()} ({bad.sql(dialect='duckdb')[:40]!r})")
+    return expression.sql(dialect="duckdb")
 
 
 def check_expressions(suite: Suite) -> list[str]:

@@ -5,24 +5,18 @@ Every problem is collected with its place (file:line, test, assertion) and raise
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from ..assertions.registry import Value, lookup
 from ..assertions.sets import SET
 from ..errors import ConfigError, Where, did_you_mean
-from . import promptkit, template
+from ..judge.config import JudgeConfig
+from . import promptkit, schema, template
 from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
+from .problems import validate
 from .yaml12 import load_yaml
 
-SUITE_KEYS = {"description", "tests", "defaultTest", "derivedMetrics", "assert", "judge",
-              # promptfoo keys that have no effect on scoring existing outputs:
-              "prompts", "providers", "outputPath", "env", "evaluateOptions", "sharing",
-              "tags", "metadata", "scenarios", "extensions", "nunjucksFilters", "tracing",
-              "commandLineOptions", "writeLatestResults"}
-TEST_KEYS = {"id", "description", "vars", "assert", "threshold", "options", "metadata",
-             "providerOutput", "output", "prompt", "provider", "providers", "prompts"}
 _CUSTOM = ("write the check as `python` (a Python expression or file://checks.py:fn) or "
            "`expression` (a DuckDB SQL / Polars expression over the case's columns)")
 # promptfoo types that checkllm-batch cannot run, and why (SPEC §2): a clear parse-time error
@@ -39,8 +33,7 @@ CANNOT_RUN = {
        ("trace-span-count", "trace-span-duration", "trace-error-spans")},
 }
 SCRIPT_TYPES = {"python"}  # `file://x.py:fn` values name code to run, not a file to load
-COMMON_FIELDS = {"type", "value", "threshold", "weight", "metric", "metricOnly", "provider",
-                 "rubricPrompt", "config"}
+COMMON_FIELDS = {"value", "provider", "rubricPrompt"}  # besides schema.Assertion's
 
 
 class _Problems(list):
@@ -52,31 +45,27 @@ def load_suite(path: str | Path) -> Suite:
     """Read and check a suite file; ConfigError lists every problem found."""
     path = Path(path)
     raw = load_yaml(path)
-    problems = _Problems()
     if not isinstance(raw, dict):
         raise ConfigError([f"{path}: a suite must be a YAML mapping with `tests:`"])
-    for key in raw:
-        if key not in SUITE_KEYS:
-            problems.add(Where(str(path), raw.line),
-                         f'unknown top-level key "{key}"' + did_you_mean(key, SUITE_KEYS))
-    default = raw.get("defaultTest") or {}
-    if isinstance(default, str) and default.startswith("file://"):
-        default = load_yaml(path.parent / default[len("file://"):])
-    if not isinstance(default, dict):
-        problems.add(Where(str(path)), "defaultTest must be a mapping")
-        default = {}
-    default = dict(default)
-    if raw.get("assert"):  # top-level assertions apply to every test, like defaultTest's
-        default["assert"] = [*(default.get("assert") or []), *raw["assert"]]
-
+    problems = _Problems(validate(schema.Suite, raw, Where(str(path)), "top-level key"))
+    if problems:  # what follows relies on the top level's types
+        raise ConfigError(problems)
+    default = _default_test(raw, path, problems)
     raw_tests, tests_source = _raw_tests(raw.get("tests"), path, problems)
     inline = bool(raw_tests)
     if not inline:
         raw_tests = [{"description": "default test"}]
-    tests = tuple(
-        _test(i, t, default, tests_source, path.parent, problems) for i, t in enumerate(raw_tests))
-    derived = _derived(raw.get("derivedMetrics") or [], path, problems)
+    tests = tuple(t for t in (_test(i, t, default, tests_source, path.parent, problems)
+                              for i, t in enumerate(raw_tests)) if t is not None)
+    _check_ids(tests, problems)
+    if tests and not problems and not any(t.asserts for t in tests):
+        problems.add(Where(str(path)), "no assertions: every case would pass; add `assert:` "
+                     "to the tests or to defaultTest")
+    derived = tuple(DerivedMetric(name=d["name"], sql=d.get("sql"), value=None if d.get(
+        "value") is None else str(d["value"])) for d in raw.get("derivedMetrics") or [])
     judge = raw.get("judge") or {}
+    problems.extend(validate(JudgeConfig, judge, Where(str(path), getattr(
+        judge, "line", None), "judge"), "judge setting"))
     provider_tools = _provider_tools(raw.get("providers"), path, problems)
     if problems:
         raise ConfigError(problems)
@@ -85,6 +74,38 @@ def load_suite(path: str | Path) -> Suite:
                   provider_tools=provider_tools)
     _check_derived_names(suite, path)
     return suite
+
+
+def _default_test(raw: dict, path: Path, problems: _Problems) -> dict:
+    """`defaultTest` (inline or file://) with the top-level `assert:` appended, checked."""
+    default = raw.get("defaultTest") or {}
+    source = path
+    if isinstance(default, str):
+        if not default.startswith("file://"):
+            problems.add(Where(str(path), raw.line),
+                         f"defaultTest must be a mapping or file://, got {default!r}")
+            return {}
+        source = path.parent / default[len("file://"):]
+        default = load_yaml(source)
+    found = validate(schema.DefaultTest, default, Where(
+        str(source), getattr(default, "line", None), "defaultTest"), "defaultTest field")
+    if found:
+        problems.extend(found)
+        return {}
+    default = dict(default)
+    if raw.get("assert"):  # top-level assertions apply to every test, like defaultTest's
+        default["assert"] = [*(default.get("assert") or []), *raw["assert"]]
+    return default
+
+
+def _check_ids(tests: tuple[TestSpec, ...], problems: _Problems) -> None:
+    """Two tests of one id would send every row of that id to the last one."""
+    seen: dict[str, TestSpec] = {}
+    for t in tests:
+        if t.id is not None and t.id in seen:
+            problems.add(t.where, f'duplicate test id "{t.id}" (also {seen[t.id].where.test})')
+        elif t.id is not None:
+            seen[t.id] = t
 
 
 def _provider_tools(value: Any, path: Path, problems: _Problems) -> dict[str, dict]:
@@ -131,21 +152,18 @@ def _raw_tests(value: Any, path: Path, problems: _Problems) -> tuple[list[dict],
     return tests, source
 
 
-def _test(index: int, raw: dict, default: dict, source: str, base: Path,
-          problems: _Problems) -> TestSpec:
+def _test(index: int, raw: Any, default: dict, source: str, base: Path,
+          problems: _Problems) -> TestSpec | None:
     where = Where(source, getattr(raw, "line", None), _test_label(index, raw))
-    if not isinstance(raw, dict):
-        problems.add(where, "a test must be a mapping")
-        raw = {}
-    for key in raw:
-        if key not in TEST_KEYS:
-            problems.add(where, f'unknown test field "{key}"' + did_you_mean(key, TEST_KEYS))
+    found = validate(schema.Test, raw, where, "test field")
+    if found:
+        problems.extend(found)
+        return None
+    options = {**(default.get("options") or {}), **(raw.get("options") or {})}
     vars_ = {**(default.get("vars") or {}), **(raw.get("vars") or {})}
-    asserts = [*(default.get("assert") or []), *(raw.get("assert") or [])]
+    inherited = [] if options.get("disableDefaultAsserts") else default.get("assert") or []
+    asserts = [*inherited, *(raw.get("assert") or [])]
     threshold = raw.get("threshold", default.get("threshold"))
-    if threshold is not None and not _is_number(threshold):
-        problems.add(where, f"threshold must be a number, got {threshold!r}")
-        threshold = None
     parsed = tuple(
         _assertion(a, i, vars_, base, where, problems) for i, a in enumerate(asserts))
     output = raw.get("providerOutput", raw.get("output"))
@@ -155,7 +173,7 @@ def _test(index: int, raw: dict, default: dict, source: str, base: Path,
         threshold=float(threshold) if threshold is not None else None,
         output=None if output == "" else output,
         prompt=_str_or_none(raw.get("prompt")),
-        options={**(default.get("options") or {}), **(raw.get("options") or {})},
+        options=options,
         metadata={**(default.get("metadata") or {}), **(raw.get("metadata") or {})},
         where=where)
 
@@ -180,6 +198,10 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
     if not isinstance(raw, dict) or not isinstance(kind, str):
         problems.add(where, "an assertion must be a mapping with a string `type`")
         return None
+    found = validate(schema.Assertion, raw, where)
+    if found:
+        problems.extend(found)
+        return None
     negate = kind.startswith("not-")
     name = kind[4:] if negate else kind
     if name.startswith("not-"):
@@ -200,7 +222,7 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
         problems.add(where, "an assert-set cannot contain another assert-set")
         return None
     fields = dict(raw)
-    known = COMMON_FIELDS | set(atype.fields) | set(atype.value_aliases)
+    known = {*schema.Assertion.model_fields, *COMMON_FIELDS, *atype.fields, *atype.value_aliases}
     for key in fields:
         if key not in known:
             problems.add(where, f'unknown field "{key}" for {name}' + did_you_mean(key, known))
@@ -216,12 +238,6 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
     if atype.value is Value.NONE and value is not None:
         problems.add(where, f"{name} takes no value")
     threshold, weight = fields.get("threshold"), fields.get("weight", 1)
-    if threshold is not None and not _is_number(threshold):
-        problems.add(where, f"threshold must be a number, got {threshold!r}")
-        return None
-    if not _is_number(weight) or weight < 0:
-        problems.add(where, f"weight must be a number >= 0, got {weight!r}")
-        return None
     children = _children(args.pop("assert", None), index, vars_, base, test_where, problems) \
         if atype.name == SET else ()
     config = fields.get("config")
@@ -231,7 +247,7 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
     spec = AssertionSpec(
         type=atype.name, negate=negate, value=value, children=children,
         threshold=float(threshold) if threshold is not None else None, weight=float(weight),
-        metric=_metric(fields.get("metric"), vars_, where, problems),
+        metric=_metric(fields.get("metric"), vars_),
         metric_only=weight == 0 or bool(fields.get("metricOnly")),
         args={**args, **{k: fields[k] for k in ("provider", "rubricPrompt", "config") if k in fields}},
         where=where)
@@ -295,6 +311,9 @@ def _check_value(atype, spec: AssertionSpec, where: Where, problems: _Problems) 
             atype.prepare(spec.value, spec)
         except ValueError as e:
             problems.add(where, str(e))
+        except Exception as e:  # a type's check that did not expect this value: still ours
+            problems.add(where, f"invalid value {str(spec.value)[:40]!r}: "
+                                f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
 
 
 def _load_value(value: Any, base: Path, where: Where, problems: _Problems) -> Any:
@@ -313,32 +332,8 @@ def _load_value(value: Any, base: Path, where: Where, problems: _Problems) -> An
     return None
 
 
-def _metric(value: Any, vars_: dict, where: Where, problems: _Problems) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        problems.add(where, f"metric must be a non-empty string, got {value!r}")
-        return None
-    return template.render(value, vars_)
-
-
-def _derived(raw: Any, path: Path, problems: _Problems) -> tuple[DerivedMetric, ...]:
-    out = []
-    if not isinstance(raw, list):
-        problems.add(Where(str(path)), "derivedMetrics must be a list of {name, value}")
-        return ()
-    for i, item in enumerate(raw):
-        where = Where(str(path), getattr(item, "line", None), f"derivedMetrics[{i + 1}]")
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            problems.add(where, "each derived metric needs a `name` and a `value` (or `sql`)")
-            continue
-        value, sql = item.get("value"), item.get("sql")
-        if (value is None) == (sql is None):
-            problems.add(where, f'derived metric "{item["name"]}" needs exactly one of `value`, `sql`')
-            continue
-        out.append(DerivedMetric(name=item["name"], value=None if value is None else str(value),
-                                 sql=sql))
-    return tuple(out)
+def _metric(value: Any, vars_: dict) -> str | None:
+    return None if value is None else template.render(value, vars_)
 
 
 def _check_derived_names(suite: Suite, path: Path) -> None:
@@ -347,10 +342,6 @@ def _check_derived_names(suite: Suite, path: Path) -> None:
     problems = check_expressions(suite)
     if problems:
         raise ConfigError([f"{path}: {p}" for p in problems])
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -4,17 +4,20 @@ JSON/YAML lists, or Parquet (rows read like CSV rows)."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 from ..assertions.registry import known_names
 from ..assertions.text import split_items
 from ..errors import ConfigError
-from .yaml12 import LineDict, load_yaml
+from .yaml12 import LineDict, checked_int, decode, load_yaml
 
 # CSV types whose threshold defaults when no "(N)" is written (promptfoo §7.5).
 _CSV_THRESHOLD_TYPES = {"answer-relevance", "classifier", "context-faithfulness", "context-recall",
@@ -37,33 +40,58 @@ PROMPTFOO_TYPES = (
 
 
 def read_test_file(path: Path) -> list[dict]:
-    if not path.exists():
-        raise ConfigError([f"{path}: tests file not found"])
+    if not path.is_file():
+        raise ConfigError([f"{path}: tests file not found" if not path.exists()
+                           else f"{path}: a tests file must be a file, not a folder"])
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            rows = list(csv.DictReader(f))
-        return [_csv_test(i, row, path) for i, row in enumerate(rows)]
+        return [_csv_test(i, row, path) for i, row in enumerate(_csv_rows(path))]
     if suffix == ".parquet":
-        rows = pq.read_table(path).to_pylist()
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except (pa.ArrowException, OSError) as e:
+            raise ConfigError([f"{path}: cannot read: {str(e).splitlines()[0]}"]) from None
+        _unique_columns(list(rows[0]) if rows else [], path)
         return [_csv_test(i, {k: "" if v is None else str(v) for k, v in r.items()}, path)
                 for i, r in enumerate(rows)]
     if suffix == ".jsonl":
-        tests = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    test = LineDict(json.loads(line))
-                except (json.JSONDecodeError, TypeError) as e:
-                    raise ConfigError([f"{path}:{n}: invalid JSON: {e}"]) from None
-                test.line = n
-                test.setdefault("description", f"Row #{n}")
-                tests.append(test)
-        return tests
+        return _jsonl_tests(path)
     if suffix in (".yaml", ".yml", ".json"):
         loaded = load_yaml(path)
         return loaded if isinstance(loaded, list) else [loaded]
     raise ConfigError([f"{path}: tests file must be .csv, .jsonl, .json, .yaml or .parquet"])
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    reader = csv.DictReader(io.StringIO(decode(path.read_bytes(), path), newline=""))
+    _unique_columns(list(reader.fieldnames or []), path)
+    return list(reader)
+
+
+def _unique_columns(names: list[str], path: Path) -> None:
+    """A column written twice would lose one of its cells silently."""
+    stripped = [(n or "").strip() for n in names]
+    twice = sorted({n for n in stripped if stripped.count(n) > 1})
+    if twice:
+        raise ConfigError([f"{path}:1: column {twice[0]!r} appears more than once"])
+
+
+def _jsonl_tests(path: Path) -> list[dict]:
+    tests = []
+    for n, line in enumerate(decode(path.read_bytes(), path).splitlines(), 1):
+        if line.strip():
+            try:
+                test = json.loads(line, parse_int=lambda text: checked_int(int(text)))
+            except (ValueError, RecursionError, yaml.YAMLError) as e:
+                raise ConfigError([f"{path}:{n}: invalid JSON: {getattr(e, 'problem', e)}"]
+                                  ) from None
+            if not isinstance(test, dict):
+                raise ConfigError([f"{path}:{n}: each line must be a JSON object (a test)"])
+            test = LineDict(test)
+            test.line = n
+            test.setdefault("description", f"Row #{n}")
+            tests.append(test)
+    return tests
 
 
 def _csv_test(index: int, row: dict[str, str], path: Path) -> dict:

@@ -1,0 +1,248 @@
+"""Damaged inputs: every bad suite or dataset ends as exit 2 with one line naming the place
+(file:line, test, assertion, the closest valid name), never a traceback or a silent pass."""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import checkllm_batch as cb
+from checkllm_batch.cli import main
+from checkllm_batch.errors import ConfigError, InputError
+
+OK = "tests:\n  - assert: [{type: contains, value: h}]\n"
+# 10 ** 7 values once expanded, from 7 short lines
+BOMB = "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 10 if p else ['x'] * 10)}]\n"
+               for p, n in zip(["", *"abcdef"], "abcdefg")) + OK
+
+SUITES = [
+    # (suite text or bytes, the one line it must end as; {f} is the suite's path)
+    # promptfoo 0.123.1 accepts the defaultTest `asert:` typo silently (exit 0, the test
+    # passes with score 1, no warning): issue 10 wants the error.
+    ("defaultTest:\n  asert:\n    - {type: contains, value: zzz}\n",
+     '{f}:2, defaultTest: unknown defaultTest field "asert" (did you mean "assert"?)'),
+    ("defaultTest:\n  asserts: []\n",
+     '{f}:2, defaultTest: unknown defaultTest field "asserts" (did you mean "assert"?)'),
+    ("defaultTest:\n  options: {transform: output.trim()}\n",
+     "{f}:2, defaultTest: options.transform cannot run here: it is JavaScript run on each "
+     "output or its vars; apply it to the outputs before scoring, got 'output.trim()'"),
+    ("defaultTest: tests.yaml\n", "{f}:1: defaultTest must be a mapping or file://, got "
+     "'tests.yaml'"),
+    ("tests:\n  - vars: [1, 2]\n", "{f}:2, test 1: vars must be a mapping, got [1, 2]"),
+    ("tests:\n  - description: café ☕\n    vars: 'x'\n",
+     "{f}:2, test 1 (\"café ☕\"): vars must be a mapping, got 'x'"),
+    ("tests:\n  - assert: contains\n", "{f}:2, test 1: assert must be a list, got 'contains'"),
+    ("tests:\n  - options: [1]\n", "{f}:2, test 1: options must be a mapping, got [1]"),
+    ("tests:\n  - options: {provder: x}\n",
+     '{f}:2, test 1: unknown field "options.provder" (did you mean "provider"?)'),
+    ("tests:\n  - options: {factuality: {agree: high}}\n",
+     "{f}:2, test 1: options.factuality.agree must be a number, got 'high'"),
+    ("tests:\n  - threshold: 1" + "0" * 400 + "\n",
+     "{f}:2: invalid YAML: integer 10000000000000000000... is too large (64 bits at most)"),
+    ("tests:\n  - threshold: 1e400\n", "{f}:2, test 1: threshold must be a finite number, got inf"),
+    ("tests:\n  - threshold: .nan\n", "{f}:2, test 1: threshold must be a finite number, got nan"),
+    ("tests:\n  - assert: [{type: contains, value: h, threshold: .inf}]\n",
+     "{f}:2, test 1, assert 1 (contains): threshold must be a finite number, got inf"),
+    ("tests:\n  - assert: [{type: contains, value: h, weight: true}]\n",
+     "{f}:2, test 1, assert 1 (contains): weight must be a number, got True"),
+    ("tests:\n  - assert: [{type: contains, value: h, metric: ''}]\n",
+     "{f}:2, test 1, assert 1 (contains): metric must have at least 1 character, got ''"),
+    ("tests:\n  - assert: [{type: contains, value: h, metricOnly: 'yes'}]\n",
+     "{f}:2, test 1, assert 1 (contains): metricOnly must be true or false, got 'yes'"),
+    ("tests:\n  - assert: [{type: contains, value: h, config: [1]}]\n",
+     "{f}:2, test 1, assert 1 (contains): config must be a mapping, got [1]"),
+    ("tests:\n  - assert: [null]\n",
+     "{f}:2, test 1, assert 1: an assertion must be a mapping with a string `type`"),
+    ("tests:\n  - id: a\n  - id: a\n", '{f}:3, test 2: duplicate test id "a" (also test 1)'),
+    ("tests:\n  - id: [a]\n", "{f}:2, test 1: id must be a string or an integer, got ['a']"),
+    ("tests:\n  - 5: x\n", "{f}:2: tests #1: key 5 must be a string"),
+    ("tests:\n  -\n", "{f}:1: tests #1 must be a string or a mapping, got None"),
+    ("tests:\n  - assert: [{type: contains, value: a}]\n    assert: []\n",
+     "{f}:3: invalid YAML: duplicate key 'assert'"),
+    ("judge: {retries: x}\n" + OK, "{f}:1, judge: retries must be an integer, got 'x'"),
+    ("judge: {max_cost: x}\n" + OK, "{f}:1, judge: max_cost must be a number, got 'x'"),
+    ("judge: {timeout: .nan}\n" + OK, "{f}:1, judge: timeout must be a finite number, got nan"),
+    ("judge: {modle: gpt-4o}\n" + OK,
+     '{f}:1, judge: unknown judge setting "modle" (did you mean "model"?)'),
+    ("judge: [gpt-4o]\n" + OK, "{f}:1: judge must be a mapping, got ['gpt-4o']"),
+    ("judge: {api_key_env: sk-abc-123}\n" + OK,
+     "{f}:1, judge: api_key_env must name an environment variable (e.g. OPENAI_API_KEY), not "
+     "hold the key (the value given is not shown)"),
+    ("derivedMetrics: {a: 1}\n" + OK, "{f}:1: derivedMetrics must be a list, got {'a': 1}"),
+    ("derivedMetrics:\n  - {name: x}\n" + OK,
+     '{f}:2: derivedMetrics #1: "x" needs exactly one of `value`, `sql`'),
+    ("derivedMetrics:\n  - {name: x, sql: '1; DROP TABLE y'}\n" + OK,
+     '{f}: derived metric "x": sql: must be one scalar expression over the metric columns '
+     "(no statement, no `;`), got '1; DROP TABLE y'"),
+    ("descripton: x\n" + OK, '{f}:1: unknown top-level key "descripton" (did you mean '
+     '"description"?)'),
+    ("tests: 5\n", "{f}:1: tests must be a string, a mapping or a list, got 5"),
+    (BOMB, "{f}:6: invalid YAML: aliases expand it past 1,000,000 values"),
+    ("tests:\n  - vars: " + "[" * 200 + "]" * 200 + "\n",
+     "{f}:2: invalid YAML: nested more than 100 levels deep"),
+    ("tests:\n  - vars: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n",
+     "{f}: invalid YAML: nested too deeply"),
+    (b"tests:\n  - description: caf\xe9\n",
+     "{f}:2: not UTF-8 text (byte 0xe9 at offset 27); save the file as UTF-8"),
+    ("", "{f}: a suite must be a YAML mapping with `tests:`"),
+    ("- a\n", "{f}: a suite must be a YAML mapping with `tests:`"),
+]
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def same(lines: list[str], message: str, path) -> bool:
+    """`lines` is the one line `message` names ({f}: the file; a trailing "..." leaves the
+    rest, a third-party library's words, unchecked)."""
+    message = message.replace("{f}", str(path))
+    if message.endswith("..."):
+        return len(lines) == 1 and lines[0].startswith(message[:-3])
+    return lines == [message]
+
+
+@pytest.mark.parametrize("text,message", SUITES)
+def test_bad_suite_is_one_line_naming_the_place(tmp_path, text, message):
+    suite = tmp_path / "suite.yaml"
+    suite.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ConfigError) as e:
+        cb.load(suite)
+    assert same(e.value.problems, message, suite), e.value.problems
+
+
+@pytest.mark.parametrize("text,message", SUITES[::4])
+def test_bad_suite_exits_2_without_traceback(tmp_path, text, message):
+    suite = tmp_path / "suite.yaml"
+    suite.write_bytes(text if isinstance(text, bytes) else text.encode())
+    result = invoke("eval", suite, "--db", tmp_path / "r.db")
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.exception
+    assert same(result.output.strip().splitlines(), "Error: " + message, suite), result.output
+
+
+def test_disable_default_asserts_is_honoured(tmp_path):
+    """promptfoo: options.disableDefaultAsserts drops defaultTest's assertions for a test.
+    promptfoo 0.123.1 (offline kit, the same suite): test 1 ran only `h` (pass, score 1),
+    test 2 ran `zzz` and `h` (fail, score 0.5)."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("defaultTest:\n  assert: [{type: contains, value: zzz}]\ntests:\n"
+                     "  - options: {disableDefaultAsserts: true}\n"
+                     "    assert: [{type: contains, value: h}]\n  - assert: []\n")
+    tests = cb.load(suite).tests
+    assert [[a.value for a in t.asserts] for t in tests] == [["h"], ["zzz"]]
+
+
+def _parquet(path, **columns):
+    pq.write_table(pa.table(columns), path)
+
+
+DATASETS = [
+    # (file name, bytes or a writer, the one line it must end as; {f} is the file's path)
+    ("out.parquet", b"", "{f}: cannot read: Parquet file size is 0 bytes"),
+    ("out.parquet", b"PAR1garbage", "{f}: cannot read: Parquet ..."),  # pyarrow's words
+    ("out.csv", b"output\n\xff\xfe\n", "{f}: column 'output' is not UTF-8 text; save the file "
+     "as UTF-8"),
+    ("out.csv", b"output,output\na,b\n", "{f}: column 'output' appears more than once"),
+    ("out.csv", b"", "{f}: cannot read: Empty CSV file"),
+    ("out.jsonl", b"", "{f}: no rows"),
+    ("out.jsonl", b'{"output": "h", "__test_index": 5}\n',
+     "{f}: column '__test_index' is reserved for the engine (names case_id, test_index, "
+     "output_kind and any starting with __); rename it"),
+    ("out.jsonl", b'{"output": "h", "output_kind": "json"}\n',
+     "{f}: column 'output_kind' is reserved for the engine (names case_id, test_index, "
+     "output_kind and any starting with __); rename it"),
+    ("out.csv", "output,case_id\nh,1\n".encode(),
+     "{f}: column 'case_id' is reserved for the engine (names case_id, test_index, "
+     "output_kind and any starting with __); rename it"),
+    ("out.parquet", lambda p: _parquet(p, output=["h"], test_index=[0]),
+     "{f}: column 'test_index' is reserved for the engine (names case_id, test_index, "
+     "output_kind and any starting with __); rename it"),
+    ("out.parquet", lambda p: _parquet(p, output=["ünï"], __row=[1]),
+     "{f}: column '__row' is reserved for the engine (names case_id, test_index, "
+     "output_kind and any starting with __); rename it"),
+    ("out.jsonl", b'{"output": "h"}\n[1]\n', "{f}:2: each line must be a JSON object"),
+]
+
+
+@pytest.mark.parametrize("name,content,message", DATASETS)
+def test_bad_dataset_exits_2_with_one_line(tmp_path, name, content, message):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(OK)
+    path = tmp_path / name
+    content(path) if callable(content) else path.write_bytes(content)
+    with pytest.raises(InputError) as e:
+        cb.evaluate(suite, path)
+    assert same([str(e.value)], message, path), str(e.value)
+    result = invoke("eval", suite, "-o", path, "--db", tmp_path / "r.db")
+    assert result.exit_code == 2, result.output
+    assert same(result.output.strip().splitlines(), "Error: " + message, path), result.output
+
+
+def test_reserved_names_in_a_frame_are_refused(tmp_path):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(OK)
+    with pytest.raises(InputError, match="column 'test_index' is reserved"):
+        cb.evaluate(suite, pl.DataFrame({"output": ["h"], "test_index": [3]}))
+
+
+LOGPROBS = [
+    # (logprobs cell, the perplexity assertion's status)
+    ("[-0.1, -0.2]", "pass"),
+    ("not json", "error"),
+    ("", "error"),
+    ("[1, \"x\"]", "error"),
+    (None, "error"),
+]
+
+
+@pytest.mark.parametrize("logprobs,status", LOGPROBS)
+def test_unreadable_logprobs_fail_only_their_row(tmp_path, logprobs, status):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("tests:\n  - assert: [{type: perplexity, threshold: 100}]\n")
+    frame = pl.DataFrame({"output": ["a", "b"], "logprobs": [logprobs, "[-0.5]"]},
+                         schema={"output": pl.String, "logprobs": pl.String})
+    rows = cb.evaluate(suite, frame).assertion_results.sort("case_id")
+    assert rows["status"].to_list() == [status, "pass"]
+    assert rows["status"][0] == "pass" or rows["reason"][0]
+
+
+TEST_FILES = [
+    # (tests file name, bytes (None: a folder of that name), the one line)
+    ("t.csv", b"a,__expected\n\xff,contains:h\n",
+     "{f}:2: not UTF-8 text (byte 0xff at offset 13); save the file as UTF-8"),
+    ("t.csv", b"a,a,__expected\n1,2,contains:h\n", "{f}:1: column 'a' appears more than once"),
+    ("t.parquet", b"garbage", "{f}: cannot read: Could not open Parquet input source ..."),
+    ("t.jsonl", b'{"vars": {}}\n"a"\n', "{f}:2: each line must be a JSON object (a test)"),
+    ("t.yaml", b"- vars: {a: 1}\n  vars: {a: 2}\n", "{f}:2: invalid YAML: duplicate key 'vars'"),
+    ("t.csv", None, "{f}: a tests file must be a file, not a folder"),
+    ("t.jsonl", None, "{f}: a tests file must be a file, not a folder"),
+    ("t.jsonl", b'{"vars": {"n": 1' + b"0" * 30 + b'}}\n',
+     "{f}:1: invalid JSON: integer 10000000000000000000... is too large (64 bits at most)"),
+]
+
+
+@pytest.mark.parametrize("name,content,message", TEST_FILES)
+def test_bad_tests_file_is_one_line(tmp_path, name, content, message):
+    (tmp_path / name).mkdir() if content is None else (tmp_path / name).write_bytes(content)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"tests: file://{name}\n")
+    with pytest.raises(ConfigError) as e:
+        cb.load(suite)
+    assert same(e.value.problems, message, tmp_path / name), e.value.problems
+
+
+def test_a_description_shared_by_two_tests_routes_no_row(tmp_path):
+    """Rows used to go to the last test of that description, silently."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("tests:\n  - description: same\n    assert: [{type: contains, value: a}]\n"
+                     "  - description: same\n    assert: [{type: contains, value: b}]\n"
+                     "  - description: other\n    assert: [{type: contains, value: c}]\n")
+    frame = pl.DataFrame({"test_id": ["other", "same"], "output": ["c", "a"]})
+    with pytest.raises(InputError) as e:
+        cb.evaluate(suite, frame)
+    assert str(e.value) == ("<table>: row 2: test_id 'same' is the description of 2 tests "
+                            '(test 1 ("same"), test 2 ("same")): give them ids')
+    assert cb.evaluate(suite, frame.head(1)).test_results["pass"].to_list() == [True]

@@ -175,7 +175,7 @@ def run_cli(suite: bytes, rows: tuple[str, bytes], files: dict[str, bytes] | Non
             (folder / name).write_bytes(content)
         (folder / rows[0]).write_bytes(rows[1])
         start = time.monotonic()
-        result = CliRunner().invoke(main, ["eval", str(folder / "suite.yaml"), "-o",
+        result = CliRunner().invoke(main, ["eval", str(folder / "suite.yaml"), "--outputs",
                                            str(folder / rows[0]), "--db",
                                            str(folder / "r.duckdb"), "--no-progress"])
         assert time.monotonic() - start < SECONDS
@@ -208,7 +208,7 @@ def test_base_suite_and_rows_finish():
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "s.yaml").write_bytes(suite)
             (Path(tmp) / rows[0]).write_bytes(rows[1])
-            result = CliRunner().invoke(main, ["eval", f"{tmp}/s.yaml", "-o", f"{tmp}/{rows[0]}",
+            result = CliRunner().invoke(main, ["eval", f"{tmp}/s.yaml", "--outputs", f"{tmp}/{rows[0]}",
                                                "--db", f"{tmp}/r.duckdb", "--no-progress"])
             assert result.exit_code == 1 and result.output.startswith("run "), result.output
 

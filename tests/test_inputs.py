@@ -176,7 +176,7 @@ def test_bad_dataset_exits_2_with_one_line(tmp_path, name, content, message):
     with pytest.raises(InputError) as e:
         cb.evaluate(suite, path)
     assert same([str(e.value)], message, path), str(e.value)
-    result = invoke("eval", suite, "-o", path, "--db", tmp_path / "r.db")
+    result = invoke("eval", suite, "--outputs", path, "--db", tmp_path / "r.db")
     assert result.exit_code == 2, result.output
     assert same(result.output.strip().splitlines(), "Error: " + message, path), result.output
 

@@ -45,13 +45,13 @@ tests:
 """)
     out = tmp_path / "out.jsonl"
     out.write_text('{"output": "secret customer data", "email": "a@b.c"}\n' * 3)
-    result = invoke("eval", suite, "-o", out, "--db", tmp_path / "r.db", "--dry-run")
+    result = invoke("eval", suite, "--outputs", out, "--db", tmp_path / "r.db", "--dry-run")
     assert result.exit_code == 0, result.output
     assert "3 graded assertions, 1 unique requests" in result.output
     assert recorder.requests == []
     assert not marker.exists()
     # the same suite without --dry-run does call both (the test above can fail)
-    invoke("eval", suite, "-o", out, "--db", tmp_path / "r.db")
+    invoke("eval", suite, "--outputs", out, "--db", tmp_path / "r.db")
     assert len(recorder.requests) == 1 and marker.read_text() == "ran"
 
 
@@ -145,7 +145,7 @@ def test_a_key_shaped_like_a_name_is_withheld_from_runs_config(tmp_path):
     suite = tmp_path / "suite.yaml"
     suite.write_text("tests:\n  - assert: [{type: contains, value: a}]\n")
     (tmp_path / "out.jsonl").write_text('{"output": "a"}\n')
-    result = invoke("eval", suite, "-o", tmp_path / "out.jsonl", "--db", tmp_path / "r.db",
+    result = invoke("eval", suite, "--outputs", tmp_path / "out.jsonl", "--db", tmp_path / "r.db",
                     "--judge-key-env", "abcdef0123456789abcdef")
     assert result.exit_code == 0, result.output
     config = duckdb.connect(str(tmp_path / "r.db")).sql("SELECT config FROM runs").fetchall()

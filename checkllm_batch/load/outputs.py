@@ -46,10 +46,10 @@ def read_batches(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
             batches = _rechunk(_ipc_batches(path), batch_rows)
         elif fmt == "csv":
             batches = _rechunk(pacsv.open_csv(path), batch_rows)
-        elif _is_json_document(path):  # promptfoo's own results file
-            batches = _json_document(path, batch_rows)
-        else:  # names checked as lines are read, before output_kind is added
-            yield from (checked(b, source, names=False) for b in _jsonl(path, batch_rows))
+        else:  # JSON: names checked as records are read, before output_kind is added
+            json_batches = (_json_document(path, batch_rows) if _is_json_document(path)
+                            else _jsonl(path, batch_rows))  # promptfoo's results file, or lines
+            yield from (checked(b, source, names=False) for b in json_batches)
             return
         yield from (checked(b, source) for b in batches)
     except (pa.ArrowException, OSError) as e:
@@ -167,7 +167,7 @@ def _json_document(path: Path, rows: int) -> Iterator[pa.RecordBatch]:
         raise InputError(f"{path}: expected promptfoo's results file (promptfoo eval -o "
                          "results.json), a JSON array of objects, or one object per line")
     for start in range(0, len(records), rows):
-        yield _to_batch(records[start:start + rows])
+        yield _to_batch(records[start:start + rows], str(path))
 
 
 def _jsonl(path: Path, rows: int) -> Iterator[pa.RecordBatch]:

@@ -4,7 +4,8 @@ Each row of tests/promptfoo_kit/<area>.jsonl holds an output, an assertion and t
 score and reason promptfoo itself gave (recorded with the offline kit by record.py, never
 from our output). We must give the same verdict and, where promptfoo scores, the same score.
 A row with "differs" is a deliberate difference (listed in the type's docs): we give the
-verdict in its "ours" field instead.
+verdict in its "ours" field instead. A row with "pending" is a known miss outside the helper
+functions (named there), expected to fail until it is fixed.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def _ours(tmp_path: Path, row: dict) -> dict:
         return {"status": "error", "pass": None, "score": None, "reason": str(exc)}
 
 
-@pytest.mark.parametrize("row", [r for *_, r in ROWS], ids=[f"{a}-{n}" for a, n, _ in ROWS])
+PARAMS = [pytest.param(row, id=f"{area}-{n}", marks=[pytest.mark.xfail(
+    strict=True, reason=row["pending"])] if "pending" in row else []) for area, n, row in ROWS]
+
+
+@pytest.mark.parametrize("row", PARAMS)
 def test_verdict_matches_promptfoo(tmp_path, row):
     got = _ours(tmp_path, row)
     want = row.get("ours", row["promptfoo"]) if "differs" in row else row["promptfoo"]

@@ -18,7 +18,7 @@ from vocab_helpers import run_assertion
 
 KIT = Path(__file__).parent / "promptfoo_kit"
 ROWS = [(path.stem, n, json.loads(line)) for path in sorted(KIT.glob("*.jsonl"))
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
+        for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1) if line]
 
 
 def _ours(tmp_path: Path, row: dict) -> dict:

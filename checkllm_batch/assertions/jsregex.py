@@ -42,7 +42,7 @@ class JsRegex:
         return bool(backtracking.search(self.pattern, text))
 
     def search_units(self, text: str) -> bool:
-        return bool(backtracking.search(self.units or self.pattern, utf16(text)))
+        return bool(backtracking.search(self.units or "", utf16(text)))
 
     def matches(self, text: pl.Expr) -> pl.Expr:
         """Whether each text matches, as JavaScript's `RegExp.test` says."""

@@ -176,7 +176,7 @@ def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
         if _loose_tokens(tokens, dialect):
             return False, bad
         statements = [s for s in reader.parser().parse(tokens, sql) if s is not None]
-    except sqlglot.errors.SqlglotError:
+    except (sqlglot.errors.SqlglotError, RecursionError):  # nesting too deep: not parsed
         return False, bad
     if not statements or not all(isinstance(s, _STATEMENTS()) for s in statements) or any(
             isinstance(s, exp.Select) and not s.expressions for s in statements):

@@ -42,7 +42,8 @@ class JsRegex:
         return bool(backtracking.search(self.pattern, text))
 
     def search_units(self, text: str) -> bool:
-        return bool(backtracking.search(self.units or "", utf16(text)))
+        """The verdict over UTF-16 code units; only for a pattern with `units` set."""
+        return bool(backtracking.search(self.units, utf16(text)))
 
     def matches(self, text: pl.Expr) -> pl.Expr:
         """Whether each text matches, as JavaScript's `RegExp.test` says."""

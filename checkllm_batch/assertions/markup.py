@@ -199,9 +199,8 @@ def contains_xml_check(text: str | None, required: tuple[str, ...]
         if root is None:
             continue
         elements = [c for c in root if isinstance(c.tag, str)]
-        # the region's elements are one object's keys: each path may be under any of them
-        if elements and all(any(not _missing(el, (path,)) for el in elements)
-                            for path in required):
+        # the region is one object, its elements the keys (repeated names an array)
+        if elements and all(_has_path(root, path.split(".")) for path in required):
             return True, None
         containers.append((s, e))
     return False, "No valid XML content found matching the requirements"

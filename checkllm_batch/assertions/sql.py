@@ -64,7 +64,9 @@ _FOREIGN = (
     (re.compile(r"(?i)\bilike\b"), {"MySQL", "MariaDB", "Sqlite", "TransactSQL"}),
     (re.compile(r"(?i)\breturning\b"), {"MySQL", "MariaDB"}),
     (re.compile(r"(?i)\block\s+in\s+share\s+mode\b"), {"*", "-MySQL"}),
-    (re.compile(r"(?i)\bselect\s+all\b|\bfor\s+update\b"), {"PostgresQL"}),
+    (re.compile(r"(?i)\bselect\s+all\b|\bfor\s+update\b|\blimit\s+\d+\s*,"), {"PostgresQL"}),
+    (re.compile(r"(?i)\bfetch\s+(?:next|first)\b"), {"TransactSQL"}),
+    (re.compile(r"(?i)^\s*merge\b"), {"*"}),
     (re.compile(r"(?i)\bselect\s+(?:high_priority|straight_join)\b"), {"MySQL", "MariaDB"}),
 )
 
@@ -170,6 +172,8 @@ def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
         return False, bad
     if db in ("MySQL", "MariaDB"):  # SELECT SQL_NO_CACHE ...: options sqlglot does not read
         sql = _MYSQL_SELECT_OPTIONS.sub(r"\1", sql)
+    if db == "PostgresQL":  # node-sql-parser reads `name` there too
+        sql = re.sub(r"`([^`]*)`", r'"\1"', sql)
     try:
         reader = sqlglot.Dialect.get_or_raise(dialect)
         tokens = reader.tokenize(sql)
@@ -212,6 +216,11 @@ def _columns(stmt, kind: str) -> list[tuple]:
             if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
                 targets.add(id(eq.this))
                 found.append(("update", eq.this.table or None, eq.this.name))
+    if isinstance(stmt, exp.Select):  # SELECT *: every column
+        found += [("select", aliases.get(e.table, e.table) or None if isinstance(e, exp.Column)
+                   else None, "(.*)") for e in stmt.expressions
+                  if isinstance(e, exp.Star) or (isinstance(e, exp.Column)
+                                                 and isinstance(e.this, exp.Star))]
     if kind == "delete":
         found += [("delete", t.name, "(.*)") for t in stmt.find_all(exp.Table)]
     found += [("select" if kind in ("insert", "update", "delete") else kind,

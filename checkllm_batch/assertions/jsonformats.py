@@ -17,6 +17,8 @@ _DAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _ATOM = r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 _EMAIL = re.compile(rf"{_ATOM}(?:\.{_ATOM})*@(?:{_LABEL}\.)+{_LABEL}", re.I | re.A)
+_HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+                       r"(?:\.[a-z0-9](?:[-0-9a-z]{0,61}[0-9a-z])?)*\.?", re.I | re.A)
 _UUID = re.compile(r"(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}", re.I | re.A)
 _BASE64_LINE = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
                           re.M | re.A)
@@ -82,7 +84,7 @@ def _always(text: str) -> bool:
 AJV_FORMATS: dict[str, Callable[[str], bool]] = {
     "date": _date, "time": _time(True), "date-time": _date_time(True),
     "iso-time": _time(False), "iso-date-time": _date_time(False),
-    "email": lambda s: bool(_EMAIL.fullmatch(s)), "uuid": lambda s: bool(_UUID.fullmatch(s)),
+    "email": lambda s: bool(_EMAIL.fullmatch(s)), "hostname": lambda s: bool(_HOSTNAME.fullmatch(s)), "uuid": lambda s: bool(_UUID.fullmatch(s)),
     "url": lambda s: bool(_URL.fullmatch(s)), "byte": lambda s: bool(_BASE64_LINE.search(s)),
     "regex": _js_regex,
     # OpenAPI formats: ajv-formats checks int32/int64 on numbers only (see with_number_formats)

@@ -193,6 +193,8 @@ _OPENS = r"[[\s\p{P}<]--[.!?]]"  # what may stand before an opening double quote
 def _double_quotes(t: pl.Expr) -> pl.Expr:
     """js-rouge's quote pass: a `"` opens (``) where it follows the start, a space or
     punctuation other than .!? and no quote is open; any other `"` closes ('')."""
+    t = t.str.replace_all("``", f" {_KEEP}`` ", literal=True).str.replace_all(
+        "''", f" {_KEEP}'' ", literal=True)  # written Treebank quotes stay quote tokens
     t = t.str.replace_all(f'(^|{_OPENS})"([^"]*)"', f"$1 {_KEEP}`` $2 {_KEEP}'' ")
     t = t.str.replace_all(f'(^|{_OPENS})"(.)', f"$1 {_KEEP}`` $2")
     t = t.str.replace_all(r'(^|[\s\p{Ps}<])"$', f"$1 {_KEEP}`` ")

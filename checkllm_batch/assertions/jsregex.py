@@ -118,7 +118,7 @@ def translate(source: str, *, rust: bool) -> str:
     out: list[str] = []
     i, n = 0, len(source)
     in_class = False
-    groups = len(_GROUP.findall(source))
+    groups = len(_GROUP.findall(re.sub(r"\\.|\[(?:\\.|[^\]\\])*\]", "", source)))  # not \( or [(]
     named = "(?<" in source.replace("(?<=", "").replace("(?<!", "")
     while i < n:
         ch = source[i]

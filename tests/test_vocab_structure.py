@@ -162,7 +162,8 @@ F1 = [
     ([], "a", 0.0),
     ({"type": "tool_use", "name": "a"}, "a", 1.0),  # Anthropic
     ({"functionCall": {"name": "a"}}, "a", 1.0),  # Google
-    ("I called {\"type\": \"tool_use\", \"name\": \"a\"} then", "a", 1.0),  # JSON in prose
+    ("I called {\"type\": \"tool_use\", \"name\": \"a\"} then", "a", 0.0),  # [pf] prose, no call
+    ("I called:\n{\"type\": \"tool_use\", \"name\": \"a\"}\nthen", "a", 1.0),  # [pf] own line
     ("I called {\"name\": \"a\"} then", "a", 0.0),  # a bare name object is not a call
 ]
 

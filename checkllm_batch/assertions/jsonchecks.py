@@ -6,6 +6,7 @@ distinct output of a batch (orjson, strict like JavaScript's JSON.parse; jsonsch
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Callable
 
@@ -15,6 +16,7 @@ import polars as pl
 import yaml
 
 from .distinct import Outcome
+from .jsonformats import AJV_FORMATS, with_number_formats
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
 Validator = Callable[[Any], str | None]  # None when the instance conforms, else the error
@@ -32,23 +34,57 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
     if not isinstance(schema, dict):
         raise ValueError("the JSON Schema must be a mapping")
     try:
-        validator = jsonschema_rs.validator_for(schema)
+        validator = jsonschema_rs.validator_for(
+            with_number_formats(schema), validate_formats=True, ignore_unknown_formats=False,
+            formats=AJV_FORMATS)
     except (jsonschema_rs.ValidationError, ValueError) as e:
         raise ValueError(f"invalid JSON Schema: {str(e).splitlines()[0]}") from None
 
     def check(instance: Any) -> str | None:
-        if validator.is_valid(instance):
-            return None
-        error = next(iter(validator.iter_errors(instance)))
+        instance = _without_lone_surrogates(instance)
+        try:
+            if validator.is_valid(instance):
+                return None
+            error = next(iter(validator.iter_errors(instance)))
+        except Exception as e:  # a value the validator cannot take (a lone surrogate, inf)
+            return f"cannot check against the schema: {type(e).__name__}: {e}"
         return f"{error.message} (at {'/'.join(map(str, error.instance_path)) or 'root'})"
 
     return check
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def js_json_loads(text: str) -> Any:
+    """JavaScript's JSON.parse: strict JSON, where a number too large for a double is
+    ±Infinity (`1e400`) and a lone surrogate escape (`"\\ud800"`) is a valid string."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except (ValueError, TypeError, RecursionError):
+            raise ValueError(str(e)) from None
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """The schema validator takes no lone surrogates: each stands in as U+FFFD (one unit)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v)
+                for k, v in value.items()}
+    return value
+
+
 def _parsed(text: str | None, validate: Validator | None) -> Outcome:
     try:
-        parsed = orjson.loads(text)
-    except orjson.JSONDecodeError as e:
+        parsed = js_json_loads(text)
+    except ValueError as e:
         return False, f"invalid JSON: {e}"
     problem = validate(parsed) if validate else None
     return problem is None, problem
@@ -93,6 +129,7 @@ def contains_json(ctx: Ctx) -> Verdict:
                          ctx.output.str.contains("{", literal=True), "no JSON object found")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _BRACE = re.compile(r"[{}]")
 _LINE_COMMENT = re.compile(r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|(?<![:\w])//[^\n]*')
 MAX_SPAN = 100_000

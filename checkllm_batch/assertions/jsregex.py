@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import polars as pl
 import regex as backtracking
 
+from .distinct import over_distinct
+
 _JS_SPACE = r"\t\n\x0B\f\r \xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF"
 _CLASS_ESCAPES = {"d": "0-9", "w": "A-Za-z0-9_", "s": _JS_SPACE}
 _WORD = "[A-Za-z0-9_]"
@@ -22,23 +24,62 @@ _QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
 _NEEDS_BACKTRACKING = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<")
 
 
+_GROUP = re.compile(r"\((?!\?)|\(\?<(?![=!])")  # a capturing group opens
+_JS_GROUP_OPENERS = re.compile(r"\(\?(?:[:=!]|<[=!]|<[A-Za-z_$][\w$]*>)")
+_QUANTIFIED = re.compile(r"(?:[*+?]|\{\d+(?:,\d*)?\})\??")
+ASTRAL = r"[\x{10000}-\x{10FFFF}]"  # Polars: a character beyond U+FFFF
+ASTRAL_CHAR = re.compile("[\U00010000-\U0010FFFF]")
+_UNIT_SENSITIVE = re.compile(r"\.|\[\^|\\[SWDu]|[\U00010000-\U0010FFFF]")
+
+
 @dataclass(frozen=True)
 class JsRegex:
     source: str
     pattern: str  # for the chosen engine
     backtracking: bool  # True: Rust cannot run it; use the `regex` module over distinct values
+    units: str | None = None  # for texts beyond U+FFFF, over UTF-16 code units (see utf16)
 
     def search(self, text: str) -> bool:
         return bool(backtracking.search(self.pattern, text))
 
+    def search_units(self, text: str) -> bool:
+        """The verdict over UTF-16 code units; only for a pattern with `units` set."""
+        return bool(backtracking.search(self.units, utf16(text)))
+
+    def matches(self, text: pl.Expr) -> pl.Expr:
+        """Whether each text matches, as JavaScript's `RegExp.test` says."""
+        if self.backtracking and self.units is None:
+            return over_distinct(text, lambda t: (self.search(t), None)).struct.field("ok")
+        if self.units is None:
+            return text.str.contains(self.pattern)
+        astral = text.str.contains(ASTRAL)
+        found = text.str.contains(self.pattern) if not self.backtracking else \
+            over_distinct(text, lambda t: (self.search(t), None)).struct.field("ok")
+        by_units = over_distinct(pl.when(astral).then(text),
+                                 lambda t: (None if t is None else self.search_units(t), None))
+        return pl.when(astral).then(by_units.struct.field("ok")).otherwise(found)
+
+
+def utf16(text: str) -> str:
+    """`text` with each character beyond U+FFFF as its two UTF-16 surrogates: JavaScript
+    (without the `u` flag) matches `.`, `[^a]`, `\\S` against one of them."""
+    return ASTRAL_CHAR.sub(_surrogates, text)
+
+
+def _surrogates(m: re.Match) -> str:
+    c = ord(m.group()) - 0x10000
+    return chr(0xD800 + (c >> 10)) + chr(0xDC00 + (c & 0x3FF))
+
 
 def compile_js(source: str) -> JsRegex:
     """Translate and check a JS pattern; ValueError says why it is invalid."""
+    _check_js_syntax(source)
+    units = translate(utf16(source), rust=False) if _UNIT_SENSITIVE.search(source) else None
     if not _NEEDS_BACKTRACKING.search(source):
         rust = translate(source, rust=True)
         try:
             pl.select(pl.lit("").str.contains(rust))
-            return JsRegex(source, rust, backtracking=False)
+            return JsRegex(source, rust, backtracking=False, units=units)
         except pl.exceptions.PolarsError:
             pass  # try the backtracking engine, which accepts more
     python = translate(source, rust=False)
@@ -46,18 +87,46 @@ def compile_js(source: str) -> JsRegex:
         backtracking.compile(python)
     except backtracking.error as e:
         raise ValueError(f"invalid regex {source!r}: {e}") from None
-    return JsRegex(source, python, backtracking=True)
+    return JsRegex(source, python, backtracking=True, units=units)
+
+
+def _check_js_syntax(source: str) -> None:
+    """What Rust and Python accept but JavaScript does not: inline flags and other `(?`
+    groups (`(?i)`, `(?P<n>`, `(?#`, `(?>`), and a quantifier on a quantifier (`a++`)."""
+    i, in_class = 0, False
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            skip = 2 if source.startswith("[]", i) else 3 if source.startswith("[^]", i) else 0
+            in_class = not skip
+            i += max(skip - 1, 0)
+        elif source.startswith("(?", i) and not _JS_GROUP_OPENERS.match(source, i):
+            raise ValueError(f"invalid regex {source!r}: JavaScript has no {source[i:i + 3]!r} "
+                             "group (no inline flags)")
+        elif (m := _QUANTIFIED.match(source, i)) and _QUANTIFIED.match(source, m.end()) \
+                and i > 0 and source[i - 1] not in "(|":
+            raise ValueError(f"invalid regex {source!r}: nothing to repeat at "
+                             f"{source[m.end():m.end() + 2]!r}")
+        i += 1
 
 
 def translate(source: str, *, rust: bool) -> str:
     out: list[str] = []
     i, n = 0, len(source)
     in_class = False
+    groups = len(_GROUP.findall(re.sub(r"\\.|\[(?:\\.|[^\]\\])*\]", "", source)))  # not \( or [(]
+    named = "(?<" in source.replace("(?<=", "").replace("(?<!", "")
     while i < n:
         ch = source[i]
         if ch == "\\" and i + 1 < n:
-            out.append(_escape(source[i + 1], in_class, rust))
-            i += 2
+            text, used = _escape(source, i + 1, in_class, rust, groups, named)
+            out.append(text)
+            i += 1 + used
             continue
         if in_class:
             if ch == "]":
@@ -72,13 +141,14 @@ def translate(source: str, *, rust: bool) -> str:
                 out.append(r"[\s\S]")
                 i += 3
                 continue
+            if source.startswith("[]", i):  # JS: an empty class, matching nothing
+                out.append(r"[^\x00-\x{10FFFF}]" if rust else r"[^\x00-\U0010FFFF]")
+                i += 2
+                continue
             in_class = True
             out.append("[")
             if source[i + 1: i + 2] == "^":
                 out.append("^")
-                i += 1
-            if source[i + 1: i + 2] == "]":  # JS: "[]" is an empty class, "[]a]" is not valid
-                out.append(r"\]")
                 i += 1
         elif ch == ".":
             out.append(r"[^\n\r\u2028\u2029]" if not rust else r"[^\n\r\x{2028}\x{2029}]")
@@ -101,26 +171,55 @@ def _closes_quantifier(out: list[str]) -> bool:
     return bool(re.search(r"\{\d+(,\d*)?$", text))
 
 
-def _escape(ch: str, in_class: bool, rust: bool) -> str:
+_CONTROL = {"f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
+_HEX = re.compile(r"x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|c([A-Za-z])|0(?![0-9])|([1-7][0-7]{0,2})")
+
+
+def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named: bool
+            ) -> tuple[str, int]:
+    """The translation of the escape whose letter is at `i`, and how many characters it
+    used. JavaScript without the `u` flag: unknown escapes (`\\A`, `\\Z`, `\\p`, `\\h`) are
+    the plain letter; `\\1` beyond the groups and `\\x`/`\\u`/`\\c` without digits are
+    octal or plain; `\\k` is a plain `k` unless the pattern names a group."""
+    ch = source[i]
     lower = ch.lower()
     if lower in _CLASS_ESCAPES:
         body = _CLASS_ESCAPES[lower]
         if rust:
             body = re.sub(r"\\u([0-9A-F]{4})", r"\\x{\1}", body)
         if in_class:
-            return body if ch.islower() else "\\" + ch  # negated escapes inside a class: rare
-        return f"[{body}]" if ch.islower() else f"[^{body}]"
+            return (body if ch.islower() else "\\" + ch), 1  # negated in a class: rare
+        return (f"[{body}]" if ch.islower() else f"[^{body}]"), 1
     if ch in "bB" and not in_class:
         if rust:
-            return f"(?-u:\\{ch})"
+            return f"(?-u:\\{ch})", 1
         boundary = f"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))"
-        return boundary if ch == "b" else f"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"
-    if ch == "/":
-        return "/"
-    if ch == "0":
-        return r"\x00"
-    if ch == "u" and rust:
-        return r"\u"  # \uXXXX is accepted by both engines
-    if ch.isalnum() or ch in "\\":
-        return "\\" + ch
-    return "\\" + ch if not ch.isspace() else ch
+        return (boundary if ch == "b" else
+                f"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"), 1
+    if ch == "b":
+        return _literal("\b", rust), 1  # backspace inside a class
+    if ch in _CONTROL:
+        return _literal(_CONTROL[ch], rust), 1
+    name = re.match(r"k<([A-Za-z_$][\w$]*)>", source[i:])
+    if name and named:
+        return f"(?P={name.group(1)})", name.end()
+    if ch.isdigit() and ch != "0" and int(re.match(r"\d+", source[i:]).group()) <= groups:
+        number = re.match(r"\d+", source[i:]).group()
+        return "\\" + number, len(number)
+    m = _HEX.match(source, i)
+    if m:
+        code = (int(m.group(1) or m.group(2), 16) if m.group(1) or m.group(2) else
+                ord(m.group(3)) % 32 if m.group(3) else int(m.group(4) or "0", 8))
+        return _literal(chr(code), rust), m.end() - i
+    if ch == "c":
+        return _literal("\\", rust) + "c", 1
+    return _literal(ch, rust), 1
+
+
+def _literal(ch: str, rust: bool) -> str:
+    """`ch` matched as itself by either engine."""
+    if ch.isascii() and ch.isalnum():
+        return ch
+    if rust:
+        return f"\\x{{{ord(ch):X}}}"
+    return backtracking.escape(ch, special_only=False)

@@ -87,7 +87,22 @@ def _lxml():
             etree.XMLParser(recover=True, resolve_entities=False, no_network=True))
 
 
-_DTD_SUBSET = re.compile(r"<!DOCTYPE[^>\[]*\[")
+_DTD_SUBSET = re.compile(r"""<!DOCTYPE(?:[^>\["']|"[^"]*"|'[^']*')*\[""")
+_DOCTYPE = re.compile(r"""<!DOCTYPE\s+[^\s>\[]+\s+(?:SYSTEM\s+(["'])(?P<sys>.*?)\1"""
+                      r"""|PUBLIC\s+(["'])(?P<pub>.*?)\3\s+(["'])(?P<sys2>.*?)\5)""", re.S)
+_PUBLIC_ID = re.compile(r"[\x20\r\na-zA-Z0-9'()+,./:=?;!*#@$_%-]*")
+_DECLARATION = re.compile(r"\s*<\?xml[\s?]")
+
+
+def _bad_doctype(text: str) -> bool:
+    """saxes (promptfoo's parser) with promptfoo's checks: a system id may not hold a
+    `#fragment`, a public id only the characters XML allows."""
+    m = _DOCTYPE.search(text)
+    if not m:
+        return False
+    system = m.group("sys") if m.group("sys") is not None else m.group("sys2")
+    public = m.group("pub")
+    return "#" in (system or "") or (public is not None and not _PUBLIC_ID.fullmatch(public))
 
 
 def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None, str | None]:
@@ -96,11 +111,15 @@ def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None,
         return False, "XML parsing failed: empty output"
     if "<!DOCTYPE" in text and _DTD_SUBSET.search(text):
         return False, "DTD internal subsets are not supported by is-xml validation"
+    if "<!DOCTYPE" in text and _bad_doctype(text):
+        return False, "XML parsing failed: Malformed DOCTYPE declaration"
     try:
         root = etree.fromstring(text.encode("utf-8"), parser)
     except etree.XMLSyntaxError as e:
         return False, f"XML parsing failed: {e}"
-    missing = _missing(root, required)
+    # fast-xml-parser (promptfoo's) lists the XML declaration as a `?xml` element
+    declared = bool(_DECLARATION.match(text))
+    missing = [p for p in _missing(root, required) if not (p == "?xml" and declared)]
     if missing:
         return False, f"XML is missing required elements: {', '.join(missing)}"
     return True, None
@@ -179,7 +198,8 @@ def contains_xml_check(text: str | None, required: tuple[str, ...]
         if root is None:
             continue
         elements = [c for c in root if isinstance(c.tag, str)]
-        if any(not _missing(el, required) for el in elements) or (elements and not required):
+        # the region is one object, its elements the keys (repeated names an array)
+        if elements and all(_has_path(root, path.split(".")) for path in required):
             return True, None
         containers.append((s, e))
     return False, "No valid XML content found matching the requirements"

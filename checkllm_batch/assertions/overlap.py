@@ -14,7 +14,7 @@ import polars as pl
 
 from .registry import Ctx, Verdict, assertion
 from .text import js_string
-from .words import WORD
+from .words import JS_SPACE, WORD
 
 SEP = "\x1f"
 MAX_N = 4
@@ -184,84 +184,79 @@ def _pad(text: pl.Expr, pattern: str) -> pl.Expr:
     return text.str.replace_all(pattern, " $0 ")
 
 
-# js-rouge segments a summary into sentences before tokenising each, so a period ends a
-# token wherever it ends a sentence. Its segmenter's abbreviation lists (data, from js-rouge
-# 3.x `constants.ts`): after these a period never ends a sentence...
-_ALWAYS_ABBREVIATION = (
-    "ex e\\.g i\\.e circa ca cca vs v\\.s esp ft st mt jr mr mrs ms dr prof sr sen corp rep "
-    "gov atty supt det rev col gen lt cmdr adm capt sgt cpl maj miss misses mister sir esq "
-    "mstr phd adj adv asst bldg brig comdr hon messrs mlle mme op ord pvt reps res sens sfc "
-    "surg").split()
-# ... and after these, only before a capitalised word.
-_ABBREVIATION = (
-    "arc al exp rd dist fy pd pl plz tce llb md bl ma ba lit etc b\\.c a\\.d jan feb mar apr "
-    "jun jul aug sep sept oct nov dec co yahoo joomla jeopardy dept univ assn bros inc ltd ala "
-    "ariz ark cal calif colo conn del fed fla fl ga ida ind ia la kan kans ken ky mich minn "
-    "mont neb nebr nev okla penna penn pa dak tenn tex ut vt va wash wis wisc wy wyo usafa "
-    "alta ont que sask yuk ave blvd cl ct cres hwy").split()
-_KEEP = "\x02"  # a period that stays inside its token, restored at the end
+_KEEP = "\x02"  # a quote already classified, restored at the end
+_OPENS = r"[[\s\p{P}<]--[.!?]]"  # what may stand before an opening double quote
 
 
-def _sentence_periods(t: pl.Expr) -> pl.Expr:
-    """Split off each period that ends a sentence (js-rouge: segment, then the Treebank rule
-    for a sentence-final period), keeping abbreviations, acronyms (`U.S.`, `p.m.`) and list
-    numbers (`1. one`) whole. An approximation of js-rouge's segmenter, which has many more
-    rules (quotations, citations, URLs)."""
-    always = "|".join(_ALWAYS_ABBREVIATION)
-    before_lower = "|".join(_ABBREVIATION)
-    t = t.str.replace_all(f"(^|[^\\w.])((?i:{always}))\\.( )", f"$1$2{_KEEP}$3")
-    t = t.str.replace_all(f"(^|[^\\w.])((?i:{before_lower}))\\.( [^\\p{{Lu}}])",
-                          f"$1$2{_KEEP}$3")
-    t = t.str.replace_all(r"(^|[^\w.])([A-Za-z])\.([A-Za-z])\.", f"$1$2.$3{_KEEP}")
-    t = t.str.replace_all(r"(^| )(\d{1,3})\.( \p{Ll})", f"$1$2{_KEEP}$3")  # list items
-    t = t.str.replace_all(r"([.!?:] )(\d{1,3})\.( )", f"$1$2{_KEEP}$3")
-    t = t.str.replace_all(r"(\p{L}\p{Ll})\.(\p{Lu}\p{Ll})", "$1 . $2")
-    t = t.str.replace_all(r"([^.])\.([\])}>']*)( |$)", "$1 .$2 $3")
-    return t.str.replace_all(_KEEP, ".", literal=True)
+def _double_quotes(t: pl.Expr) -> pl.Expr:
+    """js-rouge's quote pass: a `"` opens (``) where it follows the start, a space or
+    punctuation other than .!? and no quote is open; any other `"` closes ('')."""
+    t = t.str.replace_all("``", f" {_KEEP}`` ", literal=True).str.replace_all(
+        "''", f" {_KEEP}'' ", literal=True)  # written Treebank quotes stay quote tokens
+    t = t.str.replace_all(f'(^|{_OPENS})"([^"]*)"', f"$1 {_KEEP}`` $2 {_KEEP}'' ")
+    t = t.str.replace_all(f'(^|{_OPENS})"(.)', f"$1 {_KEEP}`` $2")
+    t = t.str.replace_all(r'(^|[\s\p{Ps}<])"$', f"$1 {_KEEP}`` ")
+    return t.str.replace_all('"', " '' ", literal=True).str.replace_all(_KEEP, "", literal=True)
+
+
+def _final_period(t: pl.Expr) -> pl.Expr:
+    """Only the text's last period splits off, unless it ends an acronym like `u.s.`."""
+    acronym = t.str.contains(r"(^|[^A-Za-z0-9_])[A-Za-z]\.[A-Za-z]\.[\])}>'\s]*$")
+    return pl.when(acronym).then(t).otherwise(
+        t.str.replace(r"([^.])\.([\])}>'\s]*)$", "$1 .$2 "))
+
+
+_CONTRACTIONS = (("can", "not"), ("d", "'ye"), ("gim", "me"), ("gon", "na"), ("got", "ta"),
+                 ("lem", "me"), ("more", "'n"), ("'t", "is"), ("'t", "was"))
+
+
+def _contractions(t: pl.Expr) -> pl.Expr:
+    # twice: a boundary character consumed by one match cannot start the next
+    for _ in range(2):
+        for a, b in _CONTRACTIONS:
+            t = t.str.replace_all(f"(?i)(^|[^\\w])({a})({b})([^\\w]|$)", "$1 $2 $3 $4")
+        t = t.str.replace_all(r"(?i)(^|[^\w])(wan)(na) ", "$1 $2 $3 ")
+    return t
 
 
 def treebank_tokens(text: pl.Expr) -> pl.Expr:
-    """js-rouge's Penn-Treebank-style tokenizer, approximated with regex replacements."""
-    t = text.str.replace_all(r"(^|\n)([ \t]*\d{1,3})\.( )", f"$1$2{_KEEP}$3")  # list items
-    t = t.str.replace_all(r"[\s\x{85}]+", " ").str.strip_chars(" ")
-    t = t.str.replace_all(r'(^|[\s(\[{<])"', '$1 `` ').str.replace_all('"', " '' ")
-    t = t.str.replace_all(r"\.\.\.", " ... ")
+    """js-rouge 3.2.3's treeBankTokenize, as promptfoo's rouge-n runs it on the whole text
+    (no sentence segmentation: only the last period splits off)."""
+    t = text.str.replace_all(f"[{JS_SPACE}\\x{{85}}]+", " ").str.strip_chars(" ")
+    t = _double_quotes(t).str.replace_all(r"\.\.\.", " ... ")
     # 1,000 and 10:30 stay whole: those separators hide as \x04 / \x05 while the rest are padded
     t = t.str.replace_all(r":(\p{Nd})", "\x04$1").str.replace_all(r",(\p{Nd})", "\x05$1")
     t = _pad(t, r"[:,]").str.replace_all("\x04", ":", literal=True) \
         .str.replace_all("\x05", ",", literal=True)
-    t = _pad(t, r"[;@#$%&]")
-    t = _sentence_periods(t)
+    t = _final_period(_pad(t, r"[;@#$%&]"))
     t = _pad(_pad(t, r"[?!]"), r"[\]\[(){}<>]").str.replace_all("--", " -- ")
     t = pl.concat_str([pl.lit(" "), t, pl.lit(" ")])
     t = t.str.replace_all(r"([^'])' ", "$1 ' ").str.replace_all(r"'([sSmMdD]) ", " '$1 ")
     t = t.str.replace_all(r"('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", " $1 ")
-    for a, b in (("can", "not"), ("d", "'ye"), ("gim", "me"), ("gon", "na"), ("got", "ta"),
-                 ("lem", "me"), ("more", "'n"), ("'t", "is"), ("'t", "was")):
-        t = t.str.replace_all(f"(?i)(^|[^\\w])({a})({b})([^\\w]|$)", "$1 $2 $3 $4")
-    t = t.str.replace_all(r"(?i)(^|[^\w])(wan)(na) ", "$1 $2 $3 ")
-    return t.str.extract_all(r"[^ ]+")
+    return _contractions(t).str.extract_all(r"[^ ]+")
 
 
 def rouge1_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
     per_ref = _lengths(cand, refs).join(clipped_matches(cand, refs, 1), on=["id", "ref"])
     p, r = pl.col("m1") / pl.col("c"), pl.col("m1") / pl.col("r")
     f1 = pl.when(pl.col("m1") == 0).then(0.0).otherwise(2 * p * r / (p + r))
-    score = pl.when((pl.col("c") == 0) | (pl.col("r") == 0)).then(None).otherwise(f1)
+    score = pl.when((pl.col("c") == 0) | (pl.col("r") == 0)).then(0.0).otherwise(f1)
     return per_ref.group_by("id").agg(score.max().alias("score"))
 
 
+def rouge_tokens(text: pl.Expr) -> pl.Expr:
+    """promptfoo lower-cases output and reference before js-rouge tokenises them."""
+    return treebank_tokens(text.str.to_lowercase())
+
+
 def _one_reference(value: Any, spec: Any) -> list[str]:
-    if isinstance(value, (dict, list)) or value is None:
-        raise ValueError("value must be a reference string")
-    return [js_string(value)]
+    if not isinstance(value, str):
+        raise ValueError("value must be a reference string (promptfoo rejects other values)")
+    return [value]
 
 
 @assertion("rouge-n", default_threshold=0.75, prepare=_one_reference)
 def rouge_n(ctx: Ctx) -> Verdict:
-    """ROUGE-1 F1 (clipped unigram overlap, case-sensitive, Treebank tokens) >= threshold."""
-    score = _score(ctx, rouge1_scores, treebank_tokens)
-    verdict = _graded(ctx, "ROUGE-N", score)
-    detail = pl.when(score.is_null()).then(
-        pl.lit("ROUGE needs a non-empty output and reference")).otherwise(verdict.detail)
-    return Verdict(verdict.passed, verdict.expect, score=score, detail=detail)
+    """ROUGE-1 F1 (clipped unigram overlap, lower-cased, Treebank tokens) >= threshold;
+    an empty output or reference scores 0."""
+    return _graded(ctx, "ROUGE-N", _score(ctx, rouge1_scores, rouge_tokens))

@@ -23,8 +23,10 @@ def _at_most(column: str, unit: str, ctx: Ctx) -> Verdict:
     limit = ctx.prepared
     measured = pl.col(column).cast(pl.Float64)
     passed = pl.when(measured.is_null()).then(None).otherwise(measured <= limit)
-    detail = (pl.when(measured.is_null()).then(pl.lit(f"no {column} recorded for this case"))
-              .otherwise(pl.format(f"{column} {{}}{unit}", measured)))
+    # the judge's cost is checked elsewhere (judge/cost.py); here it is the provider's
+    name = "provider's cost (the cost column)" if column == "cost" else column
+    detail = (pl.when(measured.is_null()).then(pl.lit(f"no {name} recorded for this case"))
+              .otherwise(pl.format(f"{name} {{}}{unit}", measured)))
     verb = "take" if unit == " ms" else "cost"
     return Verdict(passed, ctx.column(lambda n: f"{verb} at most {n:g}{unit}", pl.String),
                    detail=detail)

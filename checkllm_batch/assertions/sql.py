@@ -41,8 +41,60 @@ def _sql_options(value: Any, spec: Any) -> tuple[str, str, tuple[str, ...] | Non
     return db, DIALECTS[db.lower()], lists[0], lists[1]
 
 
-_MISSING_COMMA = re.compile(
-    r"(?i)\bselect\s+(?!distinct\b|all\b|top\b)[A-Za-z_]\w*\s+(?!as\b|from\b)[A-Za-z_]\w*\s+from\b")
+_STANDARD_MODIFIERS = r"(?:all|distinct)"
+_MYSQL_MODIFIERS = (r"(?:all|distinct(?:row)?|high_priority|straight_join|sql_(?:big_result|"
+                    r"buffer_result|cache|calc_found_rows|no_cache|small_result))")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def _missing_comma(modifiers: str) -> re.Pattern:
+    """promptfoo's heuristic for `SELECT a b FROM t` (two bare names: a comma forgotten)."""
+    return re.compile(rf"\bselect\s+(?:{modifiers}\s+)*(?!{modifiers}\b){_IDENT}\s+{_IDENT}"
+                      r"\s+from\b", re.I | re.A)
+
+
+_MISSING_COMMA = {"mysql": _missing_comma(_MYSQL_MODIFIERS),
+                  "other": _missing_comma(_STANDARD_MODIFIERS)}
+_MYSQL_SELECT_OPTIONS = re.compile(rf"(?i)(\bselect\s+(?:{_STANDARD_MODIFIERS}\s+|distinctrow\s+)*)"
+                                   r"((?:sql_\w+)\s+)+")
+# What node-sql-parser (promptfoo's parser) has no rule for in these dialects, though sqlglot
+# reads it in any dialect (each row checked with promptfoo).
+_FOREIGN = (
+    (re.compile(r"(?i)\bilike\b"), {"MySQL", "MariaDB", "Sqlite", "TransactSQL"}),
+    (re.compile(r"(?i)\breturning\b"), {"MySQL", "MariaDB"}),
+    (re.compile(r"(?i)\block\s+in\s+share\s+mode\b"), {"*", "-MySQL"}),
+    (re.compile(r"(?i)\bselect\s+all\b|\bfor\s+update\b|\blimit\s+\d+\s*,"), {"PostgresQL"}),
+    (re.compile(r"(?i)\bfetch\s+(?:next|first)\b"), {"TransactSQL"}),
+    (re.compile(r"(?i)^\s*merge\b"), {"*"}),
+    (re.compile(r"(?i)\bselect\s+(?:high_priority|straight_join)\b"), {"MySQL", "MariaDB"}),
+)
+
+
+def _foreign(plain: str, db: str) -> bool:
+    for pattern, dbs in _FOREIGN:
+        applies = ("*" in dbs and f"-{db}" not in dbs) or db in dbs
+        if applies and pattern.search(plain):
+            return True
+    return False
+
+
+_DELETE_WITHOUT_FROM = re.compile(r"(?i)^\s*delete\s+(?!from\b)")
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\r\n]*|#[^\r\n]*"
+                     r"|/\*.*?(?:\*/|$)", re.S)
+
+
+def _plain(sql: str, brackets: bool) -> str:
+    """The SQL with quoted text, comments (and [bracketed] names) blanked, for heuristics."""
+    text = _QUOTED.sub(" ? ", sql)
+    return re.sub(r"\[[^\]]*\]?", " ? ", text) if brackets else text
+
+
+def _off_dialect(sql: str, db: str) -> bool:
+    family = "mysql" if db in ("MySQL", "MariaDB") else "other"
+    plain = _plain(sql, brackets=db in ("TransactSQL", "Sqlite"))
+    return bool(_MISSING_COMMA[family].search(plain) or _foreign(plain, db)
+                or _DELETE_WITHOUT_FROM.search(plain)
+                or (db == "Sqlite" and "[" in _plain(sql, brackets=False)))
 
 
 def _statement_kind(stmt) -> str:
@@ -90,15 +142,20 @@ def _loose_tokens(tokens: list, dialect: str) -> bool:
     """What sqlglot parses leniently but node-sql-parser (promptfoo's) rejects: a comma before
     a clause or at the end (`SELECT a, FROM t`, `... FROM t,`), a clause keyword written twice
     (`FROM FROM t`), and `==` outside SQLite."""
+    from sqlglot.tokens import TokenType as T
+
     after_comma, doubled = _CLAUSES()
     for token, following in zip(tokens, [*tokens[1:], None]):
         kind = following.token_type if following is not None else None
-        if token.text == "," and (kind is None or kind in after_comma):
+        if token.token_type == T.COMMA and (kind is None or kind in after_comma):
             return True
         if token.token_type in doubled and kind == token.token_type:
             return True
-        if token.text == "==" and dialect != "sqlite":
+        if token.text == "==" and token.token_type != T.STRING and dialect != "sqlite":
             return True
+        if kind is not None and token.token_type == T.FROM and following.text.upper() in \
+                ("SELECT", "FROM", "WHERE"):
+            return True  # `FROM select`: a reserved word as a table name
     return False
 
 
@@ -109,18 +166,23 @@ def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
     db, dialect, tables, columns = options
     sql = (text or "").strip()
     bad = f"SQL statement does not conform to the provided {db} database syntax."
-    if not sql or sql.count("`") % 2 or _MISSING_COMMA.search(sql) or (
+    if not sql or sql.count("`") % 2 or _off_dialect(sql, db) or (
             db == "MySQL" and re.search(r"(?i)\bgenerate_series\s*\(", sql)):
         return False, bad
+    if db in ("MySQL", "MariaDB"):  # SELECT SQL_NO_CACHE ...: options sqlglot does not read
+        sql = _MYSQL_SELECT_OPTIONS.sub(r"\1", sql)
+    if db == "PostgresQL":  # node-sql-parser reads `name` there too
+        sql = re.sub(r"`([^`]*)`", r'"\1"', sql)
     try:
         reader = sqlglot.Dialect.get_or_raise(dialect)
         tokens = reader.tokenize(sql)
         if _loose_tokens(tokens, dialect):
             return False, bad
         statements = [s for s in reader.parser().parse(tokens, sql) if s is not None]
-    except sqlglot.errors.SqlglotError:
+    except (sqlglot.errors.SqlglotError, RecursionError):  # nesting too deep: not parsed
         return False, bad
-    if not statements or not all(isinstance(s, _STATEMENTS()) for s in statements):
+    if not statements or not all(isinstance(s, _STATEMENTS()) for s in statements) or any(
+            isinstance(s, exp.Select) and not s.expressions for s in statements):
         return False, bad
     if columns is not None:  # "t::table::col" also allows "t::null::col"
         columns_allowed = tuple({*columns, *(f"{a}::null::{c}" for a, _, c in
@@ -132,9 +194,38 @@ def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
             found = [(kind, t.db or None, t.name) for t in stmt.find_all(exp.Table)]
             problems += _unauthorized("table(s)", found, tables, tables)
         if columns is not None:
-            found = [(kind, c.table or None, c.name) for c in stmt.find_all(exp.Column)]
-            problems += _unauthorized("column(s)", found, columns_allowed, columns)
+            problems += _unauthorized("column(s)", _columns(stmt, kind), columns_allowed,
+                                      columns)
     return (False, " ".join(problems)) if problems else (True, None)
+
+
+def _columns(stmt, kind: str) -> list[tuple]:
+    """node-sql-parser's column list: `insert::<table>::c` for an INSERT's columns,
+    `update::<qualifier>::c` for a SET target, `delete::<table>::(.*)` for a DELETE,
+    `select::...` for every other reference (a WHERE of an UPDATE too), aliases resolved."""
+    from sqlglot import exp
+
+    aliases = {t.alias_or_name: t.name for t in stmt.find_all(exp.Table)}
+    found, targets = [], set()
+    if kind == "insert" and isinstance(stmt.this, exp.Schema):
+        table = stmt.this.this.name if isinstance(stmt.this.this, exp.Table) else None
+        found += [("insert", table, c.name) for c in stmt.this.expressions]
+    if kind == "update":
+        for eq in stmt.expressions:
+            if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
+                targets.add(id(eq.this))
+                found.append(("update", eq.this.table or None, eq.this.name))
+    if isinstance(stmt, exp.Select):  # SELECT *: every column
+        found += [("select", aliases.get(e.table, e.table) or None if isinstance(e, exp.Column)
+                   else None, "(.*)") for e in stmt.expressions
+                  if isinstance(e, exp.Star) or (isinstance(e, exp.Column)
+                                                 and isinstance(e.this, exp.Star))]
+    if kind == "delete":
+        found += [("delete", t.name, "(.*)") for t in stmt.find_all(exp.Table)]
+    found += [("select" if kind in ("insert", "update", "delete") else kind,
+               aliases.get(c.table, c.table) or None, c.name)
+              for c in stmt.find_all(exp.Column) if id(c) not in targets]
+    return list(dict.fromkeys(found))
 
 
 def _unauthorized(what: str, found: list[tuple], allowed: tuple, listed) -> list[str]:

@@ -9,14 +9,21 @@ import orjson
 import polars as pl
 
 from .distinct import Outcome
-from .jsregex import JsRegex, compile_js
+from .jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from .registry import Ctx, Verdict, assertion
 
 
 def js_string(value: Any) -> str:
-    """`String(value)` as JavaScript prints a YAML scalar (1.0 -> "1", true -> "true")."""
+    """`String(value)` as JavaScript prints a YAML value (1.0 -> "1", true -> "true",
+    null -> "null", a list -> its items joined by commas, a mapping -> "[object Object]")."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "[object Object]"
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_string(v) for v in value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return str(value)
@@ -59,42 +66,59 @@ def _scalar(value: Any, spec: Any) -> None:
         raise ValueError("value must be a non-empty string or number")
 
 
+JS_TRIM = " \t\n\x0b\f\r\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
+          "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"  # JavaScript's \\s and trim()
+
+
 def split_items(value: Any) -> list[str]:
-    """promptfoo's list parsing for contains-any/all: a list, or a quoted-CSV-like string."""
+    """promptfoo's list for contains-any/all: a list's items as strings, or a string split as
+    its parseCommaSeparatedValues splits it (quotes keep commas; inside quotes `""`, `\\"`
+    and `\\\\` escape, any other backslash is kept; `""` is an empty item; repeated
+    commas are skipped; a quoted item must be followed by a comma or the end)."""
     if isinstance(value, list):
         return [js_string(v) for v in value]
-    text, items, i = js_string(value), [], 0
-    if '"' not in text:  # no quoting: plain comma-separated items
-        return [s for s in (part.strip() for part in text.split(",")) if s]
-    while i < len(text):
-        if text[i] in " \t\r\n,":
+    if not isinstance(value, str):
+        raise ValueError("value must be a list or a comma-separated string")
+    items, i = [], 0
+    while True:
+        while i < len(value) and value[i] in JS_TRIM + ",":
             i += 1
+        if i >= len(value):
+            return items
+        if value[i] != '"':
+            end = value.find(",", i)
+            end = len(value) if end < 0 else end
+            items.append(value[i:end].strip(JS_TRIM))
+            i = end
+            continue
+        item, i = _quoted_item(value, i + 1)
+        items.append(item)
+        while i < len(value) and value[i] in JS_TRIM:
+            i += 1
+        if i < len(value) and value[i] != ",":
+            raise ValueError(f"expected a comma after the quoted item {item!r} in {value!r}")
+
+
+def _quoted_item(text: str, i: int) -> tuple[str, int]:
+    """The quoted item starting after its opening quote at `i`, and where it ends."""
+    buf = []
+    while i < len(text):
+        pair = text[i:i + 2]
+        if pair in ('\\"', "\\\\", '""'):
+            buf.append(pair[1])
+            i += 2
         elif text[i] == '"':
-            j, buf = i + 1, []
-            while j < len(text) and text[j] != '"':
-                if text[j] == "\\" and j + 1 < len(text):
-                    j += 1
-                elif text[j] == '"' and text[j + 1: j + 2] == '"':
-                    j += 1
-                buf.append(text[j])
-                j += 1
-            if j >= len(text):
-                raise ValueError(f"unterminated quote in {text!r}")
-            items.append("".join(buf))
-            i = j + 1
+            return "".join(buf), i + 1
         else:
-            j = text.find(",", i)
-            j = len(text) if j < 0 else j
-            items.append(text[i:j].strip())
-            i = j
-    return [s for s in items if s]
+            buf.append(text[i])
+            i += 1
+    raise ValueError(f"unterminated quoted item in {text!r}")
 
 
 def _items(value: Any, spec: Any) -> list[str]:
-    items = split_items(value)
-    if not items:
-        raise ValueError("value must list at least one item")
-    return items
+    if value is None or value == "" or value is False or value == 0:
+        raise ValueError("value must list the texts to look for")
+    return split_items(value)  # an empty list: contains-any fails, contains-all passes
 
 
 def listing(items: pl.Expr) -> pl.Expr:
@@ -137,10 +161,13 @@ def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
     items: list[str] | None = ctx.fixed
     if items is not None:  # the same list on every row: Polars' multi-pattern search
         hits = [text.str.contains(s.lower() if fold else s, literal=True) for s in items]
-        found = pl.all_horizontal(hits) if every else text.str.contains_any(
-            [s.lower() for s in items] if fold else items)
-        missing = pl.concat_list([pl.when(~h).then(pl.lit(s)) for h, s in zip(hits, items)]
-                                 ).list.drop_nulls().list.join(", ")
+        if not items:  # promptfoo: any of nothing fails, all of nothing passes
+            found, missing = pl.lit(every), pl.lit("")
+        else:
+            found = pl.all_horizontal(hits) if every else text.str.contains_any(
+                [s.lower() for s in items] if fold else items)
+            missing = pl.concat_list([pl.when(~h).then(pl.lit(s)) for h, s in zip(hits, items)]
+                                     ).list.drop_nulls().list.join(", ")
     else:
         result = item_hits(ctx, ctx.prepared, fold)
         found = result.struct.field("all" if every else "any")
@@ -228,8 +255,14 @@ def _regex(value: Any, spec: Any) -> JsRegex:
     return compile_js(value)
 
 
-def _search(text: str | None, rx: JsRegex) -> Outcome:
-    return (rx.search(text), None) if rx.backtracking and text is not None else (None, None)
+def _js_test(text: str | None, rx: JsRegex) -> Outcome:
+    """JavaScript's RegExp.test in Python, for a pattern Rust cannot run or text that needs
+    UTF-16 code units."""
+    if text is None:
+        return None, None
+    if rx.units is not None and ASTRAL_CHAR.search(text):
+        return rx.search_units(text), None
+    return rx.search(text), None
 
 
 @assertion("regex", prepare=_regex)
@@ -237,13 +270,13 @@ def regex(ctx: Ctx) -> Verdict:
     """Output matches the JavaScript regular expression (search anywhere, no flags)."""
     rx: JsRegex | None = ctx.fixed
     if rx is not None:
-        expect = f"match /{rx.source}/"
-        if not rx.backtracking:
-            return Verdict(ctx.output.str.contains(rx.pattern), expect)
-        return ctx.checked(_search, expect)
-    # per row: Rust runs the patterns it can (a column of patterns), the rest backtrack
+        return Verdict(ctx.once(rx.matches(ctx.output)), f"match /{rx.source}/")
+    # per row: Rust runs the patterns it can (a column of patterns); patterns it cannot, and
+    # UTF-16-sensitive ones on text beyond U+FFFF, run in Python once per distinct pair
     rust = ctx.column(lambda r: None if r.backtracking else r.pattern, pl.String)
-    slow = ctx.checked(_search, "", where=rust.is_null())
-    expect = ctx.column(lambda r: f"match /{r.source}/", pl.String)
-    return Verdict(pl.when(rust.is_not_null()).then(ctx.output.str.contains(rust))
-                   .otherwise(slow.passed), expect)
+    by_units = ctx.column(lambda r: r.units is not None, pl.Boolean)
+    slow_rows = rust.is_null() | (by_units & ctx.output.str.contains(ASTRAL))
+    slow = ctx.checked(_js_test, "", where=slow_rows)
+    return Verdict(pl.when(slow_rows).then(slow.passed)
+                   .otherwise(ctx.output.str.contains(rust, strict=False)),
+                   ctx.column(lambda r: f"match /{r.source}/", pl.String))

@@ -20,6 +20,7 @@ import polars as pl
 from ..spec import template
 from .pool import over_distinct_pool
 from .registry import Ctx, Kind, Value, Verdict, assertion
+from .toolnames import ToolCallParseError, tool_names
 
 NO_TOOLS = ("no tools declared: give them in the assertion (value or config.tools), in the "
             "config of the case's provider under `providers:`, or in a `tools` column")
@@ -243,55 +244,11 @@ def _expected_tools(value: Any, spec: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def tool_names(output: Any) -> set[str]:
-    """Tool names called in an output: OpenAI, Anthropic tool_use, Google functionCall, JSON."""
-    from .jsonchecks import extract_json_objects
-
-    names: set[str] = set()
-    if output is None:
-        return names
-    if isinstance(output, str):
-        try:
-            return tool_names(orjson.loads(output))
-        except orjson.JSONDecodeError:
-            for block in extract_json_objects(output):
-                names |= tool_names(block)
-            return names
-    if isinstance(output, dict):
-        if isinstance(output.get("tool_calls"), list):
-            for tc in output["tool_calls"]:
-                if isinstance(tc, dict):
-                    if isinstance(tc.get("function"), dict) and isinstance(tc["function"].get("name"), str):
-                        names.add(tc["function"]["name"])
-                    if isinstance(tc.get("name"), str):
-                        names.add(tc["name"])
-            return names
-        if output.get("type") in ("tool_use", "function_call") and isinstance(output.get("name"), str):
-            return {output["name"]}
-        for key, inner in (("functionCall", None), ("toolCall", "functionCalls")):
-            if isinstance(output.get(key), dict):
-                calls = output[key].get(inner, []) if inner else [output[key]]
-                return {c["name"] for c in calls if isinstance(c, dict) and isinstance(c.get("name"), str)}
-        return names
-    if isinstance(output, list):
-        for item in output:
-            if not isinstance(item, dict):
-                continue
-            if item.get("type") == "tool_use" and isinstance(item.get("name"), str):
-                names.add(item["name"])
-            elif isinstance(item.get("functionCall"), dict):
-                if isinstance(item["functionCall"].get("name"), str):
-                    names.add(item["functionCall"]["name"])
-            elif isinstance(item.get("function"), dict):
-                if isinstance(item["function"].get("name"), str):
-                    names.add(item["function"]["name"])
-            elif isinstance(item.get("name"), str):
-                names.add(item["name"])
-    return names
-
-
 def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str | None]:
-    actual = tool_names(calls)
+    try:
+        actual = tool_names(calls)
+    except ToolCallParseError as e:
+        return True, f"0.0|{e}"
     hit = len(set(expected) & actual)
     p = hit / len(actual) if actual else 0.0
     r = hit / len(expected)

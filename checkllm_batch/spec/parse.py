@@ -317,6 +317,8 @@ def _check_value(atype, spec: AssertionSpec, where: Where, problems: _Problems) 
 
 
 def _load_value(value: Any, base: Path, where: Where, problems: _Problems) -> Any:
+    if isinstance(value, list):  # promptfoo loads each file:// item of a list value too
+        return [_load_value(v, base, where, problems) for v in value]
     if not (isinstance(value, str) and value.startswith("file://")):
         return value
     file = base / value[len("file://"):]

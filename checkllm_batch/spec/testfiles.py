@@ -177,7 +177,10 @@ def assertion_from_string(cell: str) -> dict[str, Any]:
     negate, base, threshold, rest = m.groups()
     out: dict[str, Any] = {"type": (negate or "") + base}
     if base in _LIST_TYPES:
-        out["value"] = split_items(rest or "")  # [N]: quoted items may hold commas
+        try:
+            out["value"] = split_items(rest or "")  # [N]: quoted items may hold commas
+        except ValueError:
+            out["value"] = rest  # the assertion's own check reports it, with the place
     elif base in _UNTRIMMED_TYPES:
         if rest:
             out["value"] = rest

@@ -1,0 +1,110 @@
+"""JSON Schema `format:` as promptfoo checks it: ajv 8 with ajv-formats 3 ("full" formats).
+
+jsonschema-rs validates most formats as ajv-formats does (date, uri, hostname, ipv4/6,
+duration, json-pointer, ...). Where they differ, or where ajv-formats has a format
+jsonschema-rs lacks, the rule below replaces it; each follows ajv-formats' documented rule.
+An unknown format is an error in both (ajv's strict mode).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+_TIME = re.compile(r"(\d\d):(\d\d):(\d\d(?:\.\d+)?)(z|([+-])(\d\d)(?::?(\d\d))?)?", re.I | re.A)
+_DATE = re.compile(r"(\d{4})-(\d\d)-(\d\d)", re.A)
+_DAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_ATOM = r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
+_EMAIL = re.compile(rf"{_ATOM}(?:\.{_ATOM})*@(?:{_LABEL}\.)+{_LABEL}", re.I | re.A)
+_HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+                       r"(?:\.[a-z0-9](?:[-0-9a-z]{0,61}[0-9a-z])?)*\.?", re.I | re.A)
+_UUID = re.compile(r"(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}", re.I | re.A)
+_BASE64_LINE = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+                          re.M | re.A)
+_OCTET = r"(?:1?\d{1,2}|2[0-4]\d|25[0-5])"
+_PUBLIC_IPV4 = (r"(?!(?:10|127)(?:\.\d{1,3}){3})(?!(?:169\.254|192\.168)(?:\.\d{1,3}){2})"
+                r"(?!172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2})"
+                rf"(?:[1-9]\d?|1\d\d|2[01]\d|22[0-3])(?:\.{_OCTET}){{2}}"
+                r"\.(?:[1-9]\d?|1\d\d|2[0-4]\d|25[0-4])")
+_NAME = r"(?:[a-z0-9\u00a1-\uffff]+-)*[a-z0-9\u00a1-\uffff]+"
+_URL = re.compile(rf"(?:https?|ftp)://(?:\S+(?::\S*)?@)?(?:{_PUBLIC_IPV4}|{_NAME}(?:\.{_NAME})*"
+                  r"\.[a-z\u00a1-\uffff]{2,})(?::\d{2,5})?(?:/\S*)?", re.I)
+
+
+def _date(text: str) -> bool:
+    m = _DATE.fullmatch(text)
+    if not m:
+        return False
+    year, month, day = (int(g) for g in m.groups())
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return 1 <= month <= 12 and 1 <= day <= (29 if month == 2 and leap else _DAYS[month])
+
+
+def _time(strict_zone: bool) -> Callable[[str], bool]:
+    def check(text: str) -> bool:
+        m = _TIME.fullmatch(text)
+        if not m:
+            return False
+        hour, minute, second = int(m[1]), int(m[2]), float(m[3])
+        sign = -1 if m[5] == "-" else 1
+        zone_h, zone_m = int(m[6] or 0), int(m[7] or 0)
+        if zone_h > 23 or zone_m > 59 or (strict_zone and not m[4]):
+            return False
+        if hour <= 23 and minute <= 59 and second < 60:
+            return True
+        utc_m = minute - zone_m * sign  # a leap second: 23:59:60 in UTC
+        utc_h = hour - zone_h * sign - (1 if utc_m < 0 else 0)
+        return utc_h in (23, -1) and utc_m in (59, -1) and second < 61
+    return check
+
+
+def _date_time(strict_zone: bool) -> Callable[[str], bool]:
+    time = _time(strict_zone)
+
+    def check(text: str) -> bool:
+        parts = re.split(r"[tT\s]", text)
+        return len(parts) == 2 and _date(parts[0]) and time(parts[1])
+    return check
+
+
+def _js_regex(text: str) -> bool:
+    from .jsregex import compile_js
+    try:
+        compile_js(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _always(text: str) -> bool:
+    return True
+
+
+AJV_FORMATS: dict[str, Callable[[str], bool]] = {
+    "date": _date, "time": _time(True), "date-time": _date_time(True),
+    "iso-time": _time(False), "iso-date-time": _date_time(False),
+    "email": lambda s: bool(_EMAIL.fullmatch(s)), "hostname": lambda s: bool(_HOSTNAME.fullmatch(s)), "uuid": lambda s: bool(_UUID.fullmatch(s)),
+    "url": lambda s: bool(_URL.fullmatch(s)), "byte": lambda s: bool(_BASE64_LINE.search(s)),
+    "regex": _js_regex,
+    # OpenAPI formats: ajv-formats checks int32/int64 on numbers only (see with_number_formats)
+    "int32": _always, "int64": _always, "float": _always, "double": _always,
+    "password": _always, "binary": _always,
+}
+_INT_BOUNDS = {"int32": {"minimum": -(2 ** 31), "maximum": 2 ** 31 - 1}, "int64": {}}
+
+
+def with_number_formats(schema: Any) -> Any:
+    """`schema` with ajv-formats' number formats (`int32`, `int64`: a whole number, int32
+    within 32 bits) spelled as keywords, since jsonschema-rs checks formats on strings only."""
+    if isinstance(schema, list):
+        return [with_number_formats(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: with_number_formats(v) for k, v in schema.items()}
+    bounds = _INT_BOUNDS.get(schema.get("format")) if isinstance(schema.get("format"), str) \
+        else None
+    if bounds is not None:
+        rule = {"if": {"type": "number"}, "then": {"type": "integer", **bounds}}
+        out["allOf"] = [*out.get("allOf", []), rule]
+    return out

@@ -1,0 +1,63 @@
+"""Record promptfoo 0.123.1's verdicts for a table of cases (a developer tool, not a test).
+
+    python tests/promptfoo_kit/record.py cases.json tests/promptfoo_kit/<area>.jsonl
+
+`cases.json` is a list of {"output": str, "assert": {...}, "files": {name: text}?,
+"columns": {"cost": n, "latency_ms": n}?, "differs": why?}. Each case is graded by the real promptfoo with the offline kit
+(/work/shared/tools/promptfoo-offline, its `verbatim` provider returns the output as is);
+the output file gets one line per case with promptfoo's pass, score and reason beside it.
+Rows we decide to grade differently keep promptfoo's answer and say why in "differs".
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+KIT = Path(os.environ.get("PROMPTFOO_KIT", "/work/shared/tools/promptfoo-offline"))
+
+
+def grade(cases: list[dict]) -> list[dict]:
+    work = Path(tempfile.mkdtemp(prefix="pf-kit-"))
+    tests = []
+    for case in cases:
+        out = case["output"].encode("utf-8", "surrogatepass")
+        extra = case.get("columns", {})  # cost / latency_ms: the verbatim provider reports them
+        tests.append({"vars": {"out_b64": base64.b64encode(out).decode(), **extra},
+                      "assert": [case["assert"]]})
+        for name, text in case.get("files", {}).items():
+            (work / name).write_text(text, encoding="utf-8")
+    config = {"prompts": ["x"], "providers": [f"file://{KIT}/providers/verbatim.js"],
+              "tests": tests}
+    (work / "c.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
+    cmd = (f"source {KIT}/env.sh && cd {work} && promptfoo eval -c c.yaml -o out.json "
+           "--no-write --no-cache --no-table --no-share -j 1")
+    subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=False)
+    results = json.loads((work / "out.json").read_text())["results"]["results"]
+    return [_verdict(r) for r in sorted(results, key=lambda r: r["testIdx"])]
+
+
+def _verdict(result: dict) -> dict:
+    grading = result.get("gradingResult") or {}
+    part = (grading.get("componentResults") or [grading])[0]
+    reason = part.get("reason") or result.get("error") or ""
+    return {"pass": part.get("pass"), "score": part.get("score"),
+            "reason": reason.splitlines()[0][:300] if reason else ""}
+
+
+def main(src: str, dest: str) -> None:
+    cases = json.loads(Path(src).read_text(encoding="utf-8"))
+    with open(dest, "w", encoding="utf-8") as f:
+        for case, verdict in zip(cases, grade(cases), strict=True):
+            f.write(json.dumps({**case, "promptfoo": verdict}, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -20,14 +20,15 @@ from .evaluate.plan import build_plan
 from .judge.config import JudgeConfig
 from .judge.protocol import Judge
 from .load.cases import CaseBuilder
-from .load.outputs import check_columns, read_ahead, read_batches, row_count
+from .load.outputs import check_columns, read_ahead, read_batches, rechunk, row_count
 from .progress import RunProgress
 from .spec.model import Suite
 from .spec.parse import load_suite
 from .store import results as store
 
 BATCH_ROWS = 100_000
-Outputs = str | Path | pl.DataFrame | pa.Table | None
+# a RecordBatchReader is taken as read by load.outputs (reserved names already checked)
+Outputs = str | Path | pl.DataFrame | pa.Table | pa.RecordBatchReader | None
 
 
 @dataclass
@@ -171,6 +172,8 @@ def _batches(suite: Suite, outputs: Outputs, rows: int
     if isinstance(outputs, pa.Table):
         check_columns(outputs.column_names, "<table>")
         return "<table>", iter(outputs.to_batches(max_chunksize=rows)), outputs.num_rows
+    if isinstance(outputs, pa.RecordBatchReader):
+        return "<table>", rechunk(outputs, rows), None
     if outputs is not None:
         source = str(outputs)
         return source, read_ahead(read_batches(source, rows)), row_count(source)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import pyarrow as pa
 
 from . import api
 from .cli_support import UserError
@@ -64,7 +65,8 @@ def filtered(spec, outputs: str | None, filters, batch_rows: int):
     table = apply(filters, spec, batches)
     if table.num_rows == 0:
         raise UserError(f"the filters {filters.record()} keep no case")
-    return table
+    # batches our readers made (with their output_kind): not a user's table to check again
+    return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
 
 
 def warn_without_judge(spec, judge_config) -> None:

@@ -43,9 +43,9 @@ def read_batches(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
         if fmt == "parquet":
             batches = pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
         elif fmt == "arrow":
-            batches = _rechunk(_ipc_batches(path), batch_rows)
+            batches = rechunk(_ipc_batches(path), batch_rows)
         elif fmt == "csv":
-            batches = _rechunk(pacsv.open_csv(path), batch_rows)
+            batches = rechunk(pacsv.open_csv(path), batch_rows)
         else:  # JSON: names checked as records are read, before output_kind is added
             json_batches = (_json_document(path, batch_rows) if _is_json_document(path)
                             else _jsonl(path, batch_rows))  # promptfoo's results file, or lines
@@ -133,7 +133,7 @@ def _ipc_batches(path: Path) -> Iterator[pa.RecordBatch]:
         yield from ipc.open_stream(path)
 
 
-def _rechunk(batches, rows: int) -> Iterator[pa.RecordBatch]:
+def rechunk(batches, rows: int) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for start in range(0, batch.num_rows, rows):
             yield batch.slice(start, rows)

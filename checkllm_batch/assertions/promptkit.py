@@ -11,6 +11,7 @@ import jmespath
 import orjson
 import polars as pl
 
+from ..spec import template
 from .distinct import Outcome
 from .registry import Ctx, Kind, Value, Verdict, assertion
 from .text import item_hits, plain_items, split_items
@@ -80,7 +81,7 @@ def _fields(value: Any, spec: Any) -> list[str]:
            prepare_column=plain_items)
 def field_presence(ctx: Ctx) -> Verdict:
     """Each listed field name appears in the output (any case); score = share found."""
-    hits = item_hits(ctx, ctx.prepared, fold=True)
+    hits = item_hits(ctx, ctx.prepared, fold=True, want=("count", "missing"))
     found, total = hits.struct.field("count"), ctx.prepared.list.len()
     return Verdict(found == total,
                    pl.concat_str([pl.lit("mention the fields "), ctx.prepared.list.join(", ")]),
@@ -112,15 +113,19 @@ def _exclusions(value: Any, spec: Any) -> tuple[list[str], str]:
 def content_excludes(ctx: Ctx) -> Verdict:
     """The output contains none of the listed patterns (any case; `match_mode: word_boundary`
     matches whole words only)."""
-    items = ctx.column(lambda p: p[0], pl.List(pl.String))
-    by_word = ctx.column(lambda p: p[1] == "word_boundary", pl.Boolean)
+    items = ctx.column(lambda p: p[0], pl.List(pl.String), vectorised=plain_items)
     expect = pl.concat_str([pl.lit("contain none of "), items.list.join(", ")])
-    words = ctx.checked(_words_found, expect, where=by_word)
-    hits = item_hits(ctx, items, fold=True)
+    hits = item_hits(ctx, items, fold=True, want=("count", "found"))
     found = hits.struct.field("found")
-    return Verdict(pl.when(by_word).then(words.passed).otherwise(hits.struct.field("count") == 0),
-                   expect, detail=pl.when(by_word).then(words.detail).when(found != "")
-                   .then(pl.concat_str([pl.lit("found: "), found])))
+    by_text = Verdict(hits.struct.field("count") == 0, expect, detail=pl.when(found != "")
+                      .then(pl.concat_str([pl.lit("found: "), found])))
+    mode = ctx.spec.args.get("match_mode", "substring")
+    if not template.has_template(mode) and mode != "word_boundary":
+        return by_text  # the same mode on every row, and not by word
+    by_word = ctx.column(lambda p: p[1] == "word_boundary", pl.Boolean)
+    words = ctx.checked(_words_found, expect, where=by_word)
+    return Verdict(pl.when(by_word).then(words.passed).otherwise(by_text.passed), expect,
+                   detail=pl.when(by_word).then(words.detail).otherwise(by_text.detail))
 
 
 _FENCE = re.compile(r"```(?:json)?\s*\n([\s\S]*?)\n```")

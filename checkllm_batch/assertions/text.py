@@ -135,25 +135,29 @@ HITS = pl.Struct({"any": pl.Boolean, "all": pl.Boolean, "missing": pl.String,
                   "found": pl.String, "count": pl.UInt32})
 
 
-def item_hits(ctx: Ctx, items: pl.Expr, fold: bool) -> pl.Expr:
-    """Struct {any, all, missing, found, count} per row: each item of the row's own list
-    looked for in its output, all rows at once (lists exploded, a column pattern, regrouped)."""
+def item_hits(ctx: Ctx, items: pl.Expr, fold: bool, want: tuple[str, ...]) -> pl.Expr:
+    """Struct of `want` (any, all, missing, found, count) per row: each item of the row's own
+    list looked for in its output, all rows at once (lists exploded, a column pattern,
+    regrouped); only the wanted aggregates are computed."""
+    hit, item = pl.col("hit"), pl.col("items")
+    aggregates = {"any": hit.any(), "all": hit.all(),
+                  "missing": item.filter(~hit).str.join(", "),
+                  "found": item.filter(hit).unique(maintain_order=True).str.join(", "),
+                  "count": hit.sum().cast(pl.UInt32)}
+    dtype = pl.Struct({name: HITS.to_schema()[name] for name in want})
 
     def run(pairs: pl.Series) -> pl.Series:
         frame = pairs.struct.unnest().with_row_index("row")
-        text, item = pl.col("o"), pl.col("items")
+        text, needle = pl.col("o"), item
         if fold:
-            text, item = text.str.to_lowercase(), item.str.to_lowercase()
-        hit = pl.col("hit")
-        hits = frame.explode("items").with_columns(hit=text.str.contains(item, literal=True)
+            text, needle = text.str.to_lowercase(), needle.str.to_lowercase()
+        hits = frame.explode("items").with_columns(hit=text.str.contains(needle, literal=True)
                                                    ).group_by("row", maintain_order=True).agg(
-            any=hit.any(), all=hit.all(), missing=pl.col("items").filter(~hit).str.join(", "),
-            found=pl.col("items").filter(hit).unique(maintain_order=True).str.join(", "),
-            count=hit.sum().cast(pl.UInt32))
+            **{name: aggregates[name] for name in want})
         valid = frame["o"].is_not_null() & frame["items"].is_not_null()
-        return hits.select(pl.when(pl.lit(valid)).then(pl.struct(*HITS.to_schema()))).to_series()
+        return hits.select(pl.when(pl.lit(valid)).then(pl.struct(*want))).to_series()
 
-    return ctx.once(pl.struct(o=ctx.output, items=items).map_batches(run, return_dtype=HITS))
+    return ctx.once(pl.struct(o=ctx.output, items=items).map_batches(run, return_dtype=dtype))
 
 
 def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
@@ -169,9 +173,9 @@ def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
             missing = pl.concat_list([pl.when(~h).then(pl.lit(s)) for h, s in zip(hits, items)]
                                      ).list.drop_nulls().list.join(", ")
     else:
-        result = item_hits(ctx, ctx.prepared, fold)
+        result = item_hits(ctx, ctx.prepared, fold, ("all", "missing") if every else ("any",))
         found = result.struct.field("all" if every else "any")
-        missing = result.struct.field("missing")
+        missing = result.struct.field("missing") if every else None
     expect = pl.concat_str([pl.lit(f"contain{' (any case)' if fold else ''} "
                                    f"{'all' if every else 'one'} of "),
                             listing(ctx.prepared)])

@@ -389,3 +389,14 @@ def test_conversation_relevance(tmp_path, conversation, window, status, score, r
         assert max(len(json.loads(r.messages[-1][1].split("Messages:\n")[-1]
                                   .split("\n\nJSON:")[0])) for r in j.sent
                    if "Messages:\n" in r.messages[-1][1]) == 4
+
+
+def test_rubric_prompt_renders_as_nunjucks(tmp_path):
+    """A user's rubricPrompt uses promptfoo's template language: filters and tags work."""
+    asserts = ("- type: llm-rubric\n  value: x\n"
+               "  rubricPrompt: 'Grade {{ output | dump }}{% if rubric %} for {{ rubric | upper"
+               " }}{% endif %}'\n")
+    result, j = run(tmp_path, asserts, ["Paris", "Ünï"], judge=lambda r: '{"pass": true}')
+    assert sorted(m for r in j.sent for _, m in r.messages) == \
+        ['Grade "Paris" for X', 'Grade "Ünï" for X']
+    assert result.assertion_results["status"].to_list() == ["pass", "pass"]

@@ -12,8 +12,11 @@ from typing import Any
 
 import polars as pl
 
+from ..spec import nunjucks
+
 Messages = list[tuple[str, str]]
 _VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
+_ANY_TAG = re.compile(r"\{\{|\{%|\{#")
 
 LLM_RUBRIC: Messages = [
     ("system", "You are grading output according to a user-specified rubric. If the statement "
@@ -194,6 +197,8 @@ def to_exprs(messages: Messages, columns: set[str]) -> list[pl.Expr] | None:
     None when the template names something that is not a column (then render per item)."""
     out = []
     for _, text in messages:
+        if _full_template(text):
+            return None
         parts: list[pl.Expr] = []
         pos = 0
         for m in _VAR.finditer(text):
@@ -208,8 +213,22 @@ def to_exprs(messages: Messages, columns: set[str]) -> list[pl.Expr] | None:
 
 
 def render(messages: Messages, values: dict[str, Any]) -> Messages:
-    return [(role, _VAR.sub(lambda m: _text(values.get(m.group(1))), text))
-            for role, text in messages]
+    """The messages with `values` filled in; a user's prompt with more than `{{ name }}`
+    (filters such as `{{ output | dump }}`, `{% if %}`) renders as Nunjucks does."""
+    return [(role, _render_text(text, values)) for role, text in messages]
+
+
+def _full_template(text: str) -> bool:
+    return bool(_ANY_TAG.search(_VAR.sub("", text)))
+
+
+def _render_text(text: str, values: dict[str, Any]) -> str:
+    if _full_template(text):
+        try:
+            return nunjucks.render(text, values)
+        except nunjucks.TemplateError:
+            pass  # a filter failing on this item's values: its placeholders filled plainly
+    return _VAR.sub(lambda m: _text(values.get(m.group(1))), text)
 
 
 def _text(value: Any) -> str:

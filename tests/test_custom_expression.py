@@ -65,3 +65,25 @@ PARSE_ERRORS = [
 def test_parse_time_errors(tmp_path, fields, message):
     suite = {"tests": [{"assert": [{"type": "expression", **fields}]}]}
     assert message in parse_problems(tmp_path, suite)
+
+
+def test_batches_without_the_tests_rows_finish(tmp_path):
+    """A dataset sorted by test, several batches per test: a batch holding no row of an
+    assertion's test skips it (expression and @batch_check used to crash there)."""
+    import polars as pl
+
+    import checkllm_batch as cb
+
+    (tmp_path / "checks.py").write_text(
+        "from checkllm_batch import batch_check\n\n@batch_check\n"
+        "def short(df):\n    return df['output'].str.len_chars() < 3\n", encoding="utf-8")
+    suite = tmp_path / "s.yaml"
+    suite.write_text(
+        "tests:\n  - description: a\n    assert:\n"
+        "      - {type: expression, value: 'length(output) > 2'}\n"
+        "  - description: b\n    assert:\n      - {type: python, value: 'file://checks.py:short'}\n",
+        encoding="utf-8")
+    rows = pl.DataFrame({"test_id": ["a"] * 3 + ["b"] * 3,
+                         "output": ["abcd", "x", "ünïcode", "x", "yyyy", ""]})
+    got = cb.evaluate(suite, rows, batch_rows=2).assertion_results.sort("case_id")
+    assert got["status"].to_list() == ["pass", "fail", "pass", "pass", "fail", "pass"]

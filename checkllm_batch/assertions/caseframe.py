@@ -35,7 +35,9 @@ def case_frame(rows: pl.Series) -> pl.DataFrame:
         decoded = df["vars"].str.json_decode(infer_schema_length=None)
     except pl.exceptions.PolarsError:
         return frame.with_columns(df["vars"])  # undecodable together: the JSON text
-    fields = [f.name for f in decoded.dtype.fields]  # type: ignore[union-attr]
+    if not isinstance(decoded.dtype, pl.Struct):  # no rows, or no object to read vars from
+        return frame.with_columns(df["vars"])
+    fields = [f.name for f in decoded.dtype.fields]
     if not fields:
         return frame
     own = [name for name in fields if name not in CORE]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import signal
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from .assertions import pool
-from .errors import InputError
+from .errors import InputError, Interrupted
 from .evaluate.engine import evaluate_batch
 from .evaluate.plan import build_plan
 from .judge.config import JudgeConfig
@@ -129,8 +132,13 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
         finish_across(con, run_id, plan, hook)
         store.finish_run(con, run_id, suite)
     except BaseException as e:
-        writer.shutdown(wait=True, cancel_futures=True)
-        store.fail_run(con, run_id, f"{type(e).__name__}: {e}")
+        with _no_sigint():  # a second Ctrl-C must not leave the run `running`
+            writer.shutdown(wait=True, cancel_futures=True)
+            interrupted = isinstance(e, KeyboardInterrupt)
+            store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
+                           "interrupted" if interrupted else "failed")
+        if interrupted:
+            raise Interrupted(run_id) from e
         raise
     finally:
         bar.close()
@@ -163,6 +171,19 @@ def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pat
     finally:
         close_hook(hook)
     return hook.runner.stats if hook.runner else None
+
+
+@contextlib.contextmanager
+def _no_sigint() -> Iterator[None]:
+    """Ignore Ctrl-C while the run's record is put right (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _batches(suite: Suite, outputs: Outputs, rows: int
@@ -199,13 +220,14 @@ def open_results(db: str | Path) -> duckdb.DuckDBPyConnection:
 
 
 def get_run(db: str | Path | duckdb.DuckDBPyConnection, run: str | None = None) -> Run:
-    """A run of a results database: `run`, or the last one started."""
+    """A run of a results database: `run`, or the last finished one."""
     con = db if isinstance(db, duckdb.DuckDBPyConnection) else open_results(db)
     rows = con.sql(
-        "SELECT run_id FROM runs WHERE (? IS NULL OR run_id = ?) ORDER BY started_at DESC LIMIT 1",
-        params=[run, run]).fetchall()
+        "SELECT run_id FROM runs WHERE (? IS NULL AND status = 'finished') OR run_id = ? "
+        "ORDER BY started_at DESC LIMIT 1", params=[run, run]).fetchall()
     if not rows:
-        raise InputError(f"no run {run!r} in the database" if run else "the database has no runs")
+        raise InputError(f"no run {run!r} in the database" if run else
+                         "the database has no finished run (name an interrupted or failed one)")
     return Run(con, rows[0][0])
 
 

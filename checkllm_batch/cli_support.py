@@ -12,9 +12,9 @@ import duckdb
 import orjson
 import polars as pl
 
-from .errors import CheckLLMError
+from .errors import CheckLLMError, Interrupted
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 
 class UserError(click.ClickException):
@@ -30,6 +30,14 @@ def user_errors(fn):
             return fn(*args, **kwargs)
         except CheckLLMError as e:
             raise UserError(str(e)) from None
+        except Interrupted as e:  # Ctrl-C in a run: say how to take it up again
+            click.echo(f"interrupted: run {e.run_id} is recorded as interrupted; resume it "
+                       f"with the same command and --resume {e.run_id} (judge answers already "
+                       "received are not asked again)", err=True)
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            raise SystemExit(EXIT_INTERRUPTED) from None
 
     return wrapped
 

@@ -55,3 +55,11 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     # ties go to the name of the closest length ("modle": "model", not "mode"), then A-Z
     best = max(found, key=lambda f: (f[1], -abs(len(f[0]) - len(name)), [-ord(c) for c in f[0]]))
     return f' (did you mean "{best[0]}"?)'
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: the run is recorded as `interrupted` and can be resumed."""
+
+    def __init__(self, run_id: str):
+        super().__init__(run_id)
+        self.run_id = run_id

@@ -37,23 +37,25 @@ class Results:
                             orient="row")
 
     def run_id(self, run: str | None = None) -> str:
-        """`run` checked to exist (a unique prefix is enough), or the last run started;
-        `last` and `previous` name the last run and the one before it, as in promptfoo."""
+        """`run` checked to exist (a unique prefix is enough), or the last finished run;
+        `last` and `previous` name the last finished run and the one before it, as in
+        promptfoo. An interrupted or failed run is only read when named."""
         if run in RECENT:
             return self._recent(run)
         rows = self.con.sql(
-            "SELECT run_id FROM runs WHERE ? IS NULL OR starts_with(run_id, ?) "
-            "ORDER BY started_at DESC", params=[run, run]).fetchall()
+            "SELECT run_id FROM runs WHERE (? IS NULL AND status = 'finished') "
+            "OR starts_with(run_id, ?) ORDER BY started_at DESC", params=[run, run]).fetchall()
         exact = [r[0] for r in rows if r[0] == run]
         if exact or (rows and (run is None or len(rows) == 1)):
             return exact[0] if exact else rows[0][0]
         if not rows:
             raise InputError(f"no run {run!r} in the database" if run
-                             else "the database has no runs")
+                             else "the database has no finished run (name an interrupted or failed one)")
         raise InputError(f"run id prefix {run!r} matches {len(rows)} runs")
 
     def _recent(self, which: str) -> str:
-        rows = self.con.sql("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 2").fetchall()
+        rows = self.con.sql("SELECT run_id FROM runs WHERE status = 'finished' "
+                            "ORDER BY started_at DESC LIMIT 2").fetchall()
         if len(rows) <= RECENT[which]:
             raise InputError(f"no {which!r} run: the database has {len(rows)} run(s)")
         return rows[RECENT[which]][0]

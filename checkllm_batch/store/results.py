@@ -120,9 +120,11 @@ def finish_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite) -> Non
         WHERE run_id = $run""", {"run": run_id})
 
 
-def fail_run(con: duckdb.DuckDBPyConnection, run_id: str, error: str) -> None:
-    """Keep the run's record with its error; drop its partial results."""
+def fail_run(con: duckdb.DuckDBPyConnection, run_id: str, error: str,
+             status: str = "failed") -> None:
+    """Keep the run's record with its error and status (failed, or interrupted: resumable);
+    drop its partial results, so a partial run never looks complete."""
     for table in ("cases", "assertion_results", "test_results", "named_metrics", "derived_metrics"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-    con.execute("UPDATE runs SET status = 'failed', finished_at = current_timestamp, error = ? "
-                "WHERE run_id = ?", [error, run_id])
+    con.execute("UPDATE runs SET status = ?, finished_at = current_timestamp, error = ? "
+                "WHERE run_id = ?", [status, error, run_id])

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import io
 import re
+import unicodedata
 
 import click
 import duckdb
@@ -21,6 +22,13 @@ class UserError(click.ClickException):
     exit_code = EXIT_USAGE
 
 
+def printable(text: str) -> str:
+    """`text` with control and line-separator characters (other than newline and tab)
+    escaped, so that a name read from a damaged file cannot break or hide an error line."""
+    return "".join(c if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Zl", "Zp")
+                   else c.encode("unicode_escape").decode() for c in text)
+
+
 def user_errors(fn):
     """Turn the library's errors into one clean line and exit code 2 (no traceback)."""
 
@@ -29,7 +37,7 @@ def user_errors(fn):
         try:
             return fn(*args, **kwargs)
         except CheckLLMError as e:
-            raise UserError(str(e)) from None
+            raise UserError(printable(str(e))) from None
         except Interrupted as e:  # Ctrl-C in a run: say how to take it up again
             click.echo(f"interrupted: run {e.run_id} is recorded as interrupted; resume it "
                        f"with the same command and --resume {e.run_id} (judge answers already "

@@ -181,6 +181,19 @@ def test_bad_dataset_exits_2_with_one_line(tmp_path, name, content, message):
     assert same(result.output.strip().splitlines(), "Error: " + message, path), result.output
 
 
+def test_a_control_character_in_a_name_stays_on_the_error_line(tmp_path):
+    """A column name from a damaged file holding a line separator (\\x1c, U+2028) is
+    printed escaped: the error stays one line naming the file."""
+    suite, path = tmp_path / "suite.yaml", tmp_path / "out.csv"
+    suite.write_text(OK)
+    path.write_bytes("test_id,\x1cutput\u2028\n1,a\n".encode())
+    result = invoke("eval", suite, "--outputs", path, "--db", tmp_path / "r.db")
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"Error: {path}: no `output` column (did you mean \"\\x1cutput\\u2028\"?); "
+        "columns are: test_id, \\x1cutput\\u2028"], result.output
+
+
 def test_reserved_names_in_a_frame_are_refused(tmp_path):
     suite = tmp_path / "suite.yaml"
     suite.write_text(OK)

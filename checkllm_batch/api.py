@@ -23,7 +23,8 @@ from .evaluate.plan import build_plan
 from .judge.config import JudgeConfig
 from .judge.protocol import Judge
 from .load.cases import CaseBuilder
-from .load.outputs import check_columns, read_ahead, read_batches, rechunk, row_count
+from .load.outputs import (check_columns, fingerprint, read_ahead, read_batches, rechunk,
+                           row_count, skip_rows)
 from .progress import RunProgress
 from .spec.model import Suite
 from .spec.parse import load_suite
@@ -97,7 +98,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
         suite = load_suite(suite)
     judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     plan = build_plan(suite)
-    source, batches, total = _batches(suite, outputs, batch_rows)
+    config = {**(config or {}), "judge": judge_config.record()}
+    source, batches, total, identity = _batches(suite, outputs, batch_rows, config)
     large = total is None or total >= pool.POOL_MIN  # a file of unknown length may be
     if large and any(p.atype.pooled for p in plan.assertions):
         pool.start()  # the workers start up while the first batch is read
@@ -106,43 +108,52 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
         raise InputError(f"{source}: no rows")
     builder = CaseBuilder(plan, first.schema, source)
     con = store.connect(db)
-    config = {**(config or {}), "judge": judge_config.record()}
-    run_id = store.resume_run(con, resume) if resume else \
-        store.start_run(con, suite, source, config)
-    hook = open_hook(plan, con, run_id, judge_config, judge=judge, progress=progress)
-    bar = RunProgress(run_id, total, progress, hook.runner)
-    done = 0
-    # One writer thread: DuckDB stores batch k while Polars evaluates batch k + 1.
+    # One writer thread: DuckDB stores batch k while Polars evaluates batch k + 1; the
+    # outputs' content hash is computed beside them and recorded with the first batch.
     writer = ThreadPoolExecutor(max_workers=1)
+    hashed = writer.submit(_fingerprint, identity, config)
+    if resume:
+        run_id, done = resume, store.resume_run(con, resume, suite, hashed.result())
+    else:
+        run_id, done = store.start_run(con, suite, source, config), 0
+    hook = open_hook(plan, con, run_id, judge_config, judge=judge, progress=progress)
+    bar = RunProgress(run_id, total, progress, hook.runner, done=done)
+    out = con.cursor()  # the writer's own connection: its transactions are its own
     pending: Future | None = None
     try:
-        for batch in itertools.chain([first], batches):
+        for batch in skip_rows(itertools.chain([first], batches), done):
             if batch.schema != first.schema:
                 builder, first = CaseBuilder(plan, batch.schema, source), batch
             cases = builder.build(batch, done)
             results, tests = evaluate_batch(plan, cases, judge=hook)
             if pending is not None:
                 pending.result()
-            pending = writer.submit(store.append, con, run_id, cases, results, tests)
+            pending = writer.submit(store.append, out, run_id, cases, results, tests,
+                                    hashed.result)
             done += batch.num_rows
             bar.update(tests, batch.num_rows)
         writer.shutdown(wait=True)
         if pending is not None:
             pending.result()
-        finish_across(con, run_id, plan, hook)
-        store.finish_run(con, run_id, suite)
+        with store.transaction(con):  # judged across cases, metrics, `finished`: all or none
+            finish_across(con, run_id, plan, hook)
+            store.finish_run(con, run_id, suite)
     except BaseException as e:
         with _no_sigint():  # a second Ctrl-C must not leave the run `running`
             writer.shutdown(wait=True, cancel_futures=True)
             interrupted = isinstance(e, KeyboardInterrupt)
             store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
                            "interrupted" if interrupted else "failed")
+            close_hook(hook)
+            out.close()
+            con.close()  # the file is free for readers and a resume
         if interrupted:
             raise Interrupted(run_id) from e
         raise
     finally:
         bar.close()
-        close_hook(hook)
+    close_hook(hook)
+    out.close()
     return Run(con, run_id)
 
 
@@ -157,7 +168,7 @@ def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pat
         suite = load_suite(suite)
     judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     plan = build_plan(suite)
-    source, batches, _ = _batches(suite, outputs, batch_rows)
+    source, batches, _, _ = _batches(suite, outputs, batch_rows)
     con = store.connect(db) if str(db) == ":memory:" or Path(db).exists() else store.connect(":memory:")
     hook = open_hook(plan, con, None, judge_config, dry_run=True)
     builder, schema, done = None, None, 0
@@ -186,20 +197,29 @@ def _no_sigint() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _batches(suite: Suite, outputs: Outputs, rows: int
-             ) -> tuple[str, Iterator[pa.RecordBatch], int | None]:
+def _batches(suite: Suite, outputs: Outputs, rows: int, config: dict[str, Any] | None = None
+             ) -> tuple[str, Iterator[pa.RecordBatch], int | None, str | pa.Table | None]:
+    """(the source's name, its batches, its rows if known, what identifies its content: a
+    file, a table, or nothing for a stream not read from a file named in `config`)."""
     if isinstance(outputs, pl.DataFrame):
         outputs = outputs.to_arrow()
     if isinstance(outputs, pa.Table):
         check_columns(outputs.column_names, "<table>")
-        return "<table>", iter(outputs.to_batches(max_chunksize=rows)), outputs.num_rows
-    if isinstance(outputs, pa.RecordBatchReader):
-        return "<table>", rechunk(outputs, rows), None
+        return ("<table>", iter(outputs.to_batches(max_chunksize=rows)), outputs.num_rows,
+                outputs)
+    if isinstance(outputs, pa.RecordBatchReader):  # the CLI's filtered rows of a file
+        return "<table>", rechunk(outputs, rows), None, (config or {}).get("outputs")
     if outputs is not None:
         source = str(outputs)
-        return source, read_ahead(read_batches(source, rows)), row_count(source)
+        return source, read_ahead(read_batches(source, rows)), row_count(source), source
     table = inline_outputs(suite)
-    return suite.path, iter(table.to_batches(max_chunksize=rows)), table.num_rows
+    return suite.path, iter(table.to_batches(max_chunksize=rows)), table.num_rows, None
+
+
+def _fingerprint(identity: str | pa.Table | None, config: dict[str, Any]) -> str | None:
+    """The outputs' content hash, with the filters that chose their rows."""
+    digest = fingerprint(identity)
+    return store.content_hash([digest, config.get("filters")]) if digest else None
 
 
 def inline_outputs(suite: Suite) -> pa.Table:

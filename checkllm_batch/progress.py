@@ -9,14 +9,15 @@ from tqdm import tqdm
 
 
 class RunProgress:
-    def __init__(self, run_id: str, total: int | None, enabled: bool, runner=None):
+    def __init__(self, run_id: str, total: int | None, enabled: bool, runner=None,
+                 done: int = 0):
         self.run_id, self.runner = run_id, runner
         self.counts = {"pass": 0, "fail": 0, "error": 0}
         # smoothing=0: the rate (and so the estimate) is the mean over the run so far, not
         # the last batch's, which start-up (pool, first judge calls) skews.
         self.bar = tqdm(total=total, unit=" cases", unit_scale=True, desc=f"run {run_id}",
                         disable=None if enabled else True, leave=False, smoothing=0,
-                        dynamic_ncols=True)
+                        dynamic_ncols=True, initial=done)
 
     def update(self, tests: pl.DataFrame, rows: int) -> None:
         """After a batch: its test verdicts counted, the bar moved by its rows."""

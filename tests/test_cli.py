@@ -106,7 +106,9 @@ def test_missing_files_exit_2(tmp_path):
     assert result.exit_code == 2 and "outputs file not found" in result.output
 
 
-def test_a_failed_run_keeps_no_partial_results(tmp_path):
+def test_a_failed_run_keeps_its_committed_batches_and_is_never_read_as_complete(tmp_path):
+    """Row 6 names an unknown test: the run fails in batch 3. Batches 1-2 stay committed
+    (whole: cases, results and their run_batches rows); readers skip the failed run."""
     rows = [{"test_id": "capital", "output": "x"}] * 5 + [{"test_id": "bad", "output": "x"}]
     path = tmp_path / "outputs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -114,9 +116,14 @@ def test_a_failed_run_keeps_no_partial_results(tmp_path):
     result = invoke("eval", write_suite(tmp_path, SUITE), "--outputs", path, "--db", db,
                     "--batch-rows", 2)
     assert result.exit_code == 2
-    con = duckdb.connect(str(db))
-    assert con.execute("SELECT status FROM runs").fetchall() == [("failed",)]
-    assert con.execute("SELECT count(*) FROM cases").fetchone() == (0,)
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT status FROM runs").fetchall() == [("failed",)]
+        assert con.execute("SELECT count(*), count(DISTINCT case_id), max(case_id) "
+                           "FROM test_results").fetchall() == [(4, 4, 3)]
+        assert con.execute("SELECT list(rows ORDER BY batch), sum(rows) FROM run_batches"
+                           ).fetchall() == [([2, 2], 4)]
+    metrics = invoke("metrics", "--db", db)
+    assert metrics.exit_code == 2 and "no finished run" in metrics.output
 
 
 def test_metrics_and_sql_commands(tmp_path):

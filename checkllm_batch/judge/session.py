@@ -41,3 +41,4 @@ def plan_calls(plan: Plan, cases: pl.DataFrame, hook: JudgeHook) -> None:
 def close_hook(hook: JudgeHook) -> None:
     if hook.runner is not None:
         hook.runner.close()
+        hook.runner.ledger.con.close()

@@ -8,6 +8,7 @@ results.json is one JSON document, read whole).
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from queue import Queue
 from threading import Thread
@@ -123,6 +124,32 @@ def read_ahead(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if isinstance(item, BaseException):
             raise item
         yield item
+
+
+def fingerprint(outputs: str | pa.Table | None) -> str | None:
+    """The content hash of an outputs dataset: its file's bytes (a DuckDB source: the
+    database file), or an in-memory table's Arrow data; None for a stream, which can only be
+    read once."""
+    if isinstance(outputs, pa.Table):
+        digest = hashlib.sha256()
+        for batch in outputs.combine_chunks().to_batches():
+            digest.update(batch.serialize())
+        return digest.hexdigest()
+    if outputs is None:
+        return None
+    path = Path(outputs.split(":", 2)[1] if outputs.startswith("duckdb:") else outputs)
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def skip_rows(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """The batches after their first `rows` rows (a resumed run's committed ones)."""
+    for batch in batches:
+        if rows >= batch.num_rows:
+            rows -= batch.num_rows
+            continue
+        yield batch.slice(rows) if rows else batch
+        rows = 0
 
 
 def _ipc_batches(path: Path) -> Iterator[pa.RecordBatch]:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
+import re
 import secrets
+import socket
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import duckdb
@@ -14,7 +20,7 @@ import polars as pl
 from ..errors import InputError
 from ..metrics.derived import derived_query
 from ..spec.model import Suite
-from .schema import migrate
+from .schema import migrate, pending
 
 # Low-cardinality strings go to DuckDB dictionary-encoded: about twice as fast to insert.
 REPEATED = {"type", "metric", "status", "provider", "prompt", "test_id", "description",
@@ -30,17 +36,64 @@ MEMORY_LIMIT = "1GB"
 
 
 def connect(path: str | Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
-    """A connection to a results database, migrated to the current schema."""
-    if not create and str(path) != ":memory:" and not Path(path).exists():
+    """A connection to a results database. To write (`create`): created if need be, migrated
+    to the current schema, and runs left `running` by a process that is gone are marked
+    interrupted. To read (not `create`): opened read-only, so readers never block each
+    other nor change the file (in a process that already writes it: that connection's
+    database, read-write)."""
+    memory = str(path) == ":memory:"
+    if not create and not memory and not Path(path).exists():
         raise InputError(f"{path}: results database not found")
-    try:
-        con = duckdb.connect(str(path))
-    except duckdb.Error as e:
-        raise InputError(f"{path}: cannot open: {str(e).splitlines()[0]}") from None
-    # A bounded buffer: written blocks go to disk instead of piling up in memory.
-    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-    migrate(con)
+    con = _open(path, read_only=not create and not memory)
+    if create or memory:
+        # A bounded buffer: written blocks go to disk instead of piling up in memory.
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        migrate(con)
+        _mark_abandoned(con)
+    elif pending(con):
+        raise InputError(f"{path}: written by an older checkllm-batch; run an eval into it "
+                         "once to upgrade it")
     return con
+
+
+def _open(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.ConnectionException:
+        if read_only:  # this process already has it open for writing: share that
+            return _open(path, read_only=False)
+        raise InputError(f"{path}: open read-only in this process (a Results or "
+                         "open_results connection): close it before writing to it") from None
+    except duckdb.Error as e:
+        held = re.search(r"Conflicting lock is held in .*?\(PID (\d+)\)", str(e))
+        if held:
+            raise InputError(
+                f"{path}: in use by another process (PID {held[1]}): a database is written "
+                "by one process at a time, and read by many only while none writes it; wait "
+                "for that process (an eval, a notebook, a sql prompt) to finish") from None
+        raise InputError(f"{path}: cannot open: {str(e).splitlines()[0]}") from None
+
+
+def _mark_abandoned(con: duckdb.DuckDBPyConnection) -> None:
+    """Runs left `running` by a process of this machine that no longer exists (SIGKILL, a
+    power cut) are interrupted: resumable, never read as complete."""
+    host = socket.gethostname()
+    rows = con.execute("SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ?",
+                       [host]).fetchall()
+    gone = [run for run, pid in rows if pid is not None and not _alive(pid)]
+    if gone:
+        con.execute("UPDATE runs SET status = 'interrupted', error = ? WHERE list_contains(?, "
+                    "run_id)", ["the process running it ended before it finished", gone])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def frame(con: duckdb.DuckDBPyConnection, query: str, params: list | dict | None = None
@@ -55,13 +108,20 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
 
 
+def content_hash(value: Any) -> str:
+    """A suite's identity: the hash of its parsed content (its files included)."""
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def start_run(con: duckdb.DuckDBPyConnection, suite: Suite, outputs: str | None,
               config: dict[str, Any]) -> str:
     run_id = new_run_id()
     con.execute(
-        "INSERT INTO runs (run_id, started_at, status, suite_path, outputs_path, config, suite) "
-        "VALUES (?, current_timestamp, 'running', ?, ?, ?, ?)",
-        [run_id, suite.path, outputs, json.dumps(config), json.dumps(suite.to_json(), default=str)])
+        "INSERT INTO runs (run_id, started_at, status, suite_path, outputs_path, config, suite, "
+        "suite_hash, host, pid) VALUES (?, current_timestamp, 'running', ?, ?, ?, ?, ?, ?, ?)",
+        [run_id, suite.path, outputs, json.dumps(config), json.dumps(suite.to_json(), default=str),
+         content_hash(suite.to_json()), socket.gethostname(), os.getpid()])
     rows = [(run_id, t.index, t.id or t.description, i, a.label, a.metric, a.weight,
              a.metric_only, json.dumps(a.to_json(), default=str))
             for t in suite.tests for i, a in enumerate(t.asserts)]
@@ -70,28 +130,74 @@ def start_run(con: duckdb.DuckDBPyConnection, suite: Suite, outputs: str | None,
     return run_id
 
 
-def resume_run(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
-    """Take up an interrupted run again: its partial results go, its id and judge calls stay."""
-    row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
+def resume_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite,
+               outputs_hash: str | None) -> int:
+    """Take up an unfinished run of this suite and these outputs again: its committed
+    batches stay, the rest goes. Returns the rows already committed (to skip)."""
+    row = con.execute("SELECT status, suite_hash, outputs_hash, host, pid FROM runs "
+                      "WHERE run_id = ?", [run_id]).fetchall()
     if not row:
         raise InputError(f"no run {run_id!r} in the database to resume")
-    for table in ("cases", "assertion_results", "test_results", "named_metrics", "derived_metrics"):
-        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-    con.execute("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL "
-                "WHERE run_id = ?", [run_id])
-    return run_id
+    status, suite_hash, stored_outputs, host, pid = row[0]
+    if status == "finished":
+        raise InputError(f"run {run_id} is finished: there is nothing to resume (leave out "
+                         "--resume to start a new run)")
+    if status == "running" and host == socket.gethostname() and pid != os.getpid() \
+            and pid is not None and _alive(pid):
+        raise InputError(f"run {run_id} is still running (PID {pid})")
+    if suite_hash is not None and suite_hash != content_hash(suite.to_json()):
+        raise InputError(f"run {run_id} ran another suite (its content differs): resume it "
+                         "with the suite it ran, or leave out --resume to start a new run")
+    if None not in (stored_outputs, outputs_hash) and stored_outputs != outputs_hash:
+        raise InputError(f"run {run_id} ran on other outputs (their content differs): resume "
+                         "it with the outputs it ran on, or leave out --resume to start a new "
+                         "run")
+    committed = con.execute("SELECT COALESCE(SUM(rows), 0) FROM run_batches WHERE run_id = ?",
+                            [run_id]).fetchall()[0][0]
+    with transaction(con):
+        for table in ("cases", "assertion_results", "test_results"):
+            con.execute(f"DELETE FROM {table} WHERE run_id = ? AND case_id >= ?",
+                        [run_id, committed])
+        for table in ("named_metrics", "derived_metrics"):
+            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        con.execute("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL, "
+                    "host = ?, pid = ? WHERE run_id = ?",
+                    [socket.gethostname(), os.getpid(), run_id])
+    return int(committed)
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """All of the block's writes, or none of them."""
+    con.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
-           results: pl.DataFrame, tests: pl.DataFrame) -> None:
-    for table, frame, columns in (("cases", cases, CASE_COLUMNS),
-                                  ("assertion_results", results, RESULT_COLUMNS),
-                                  ("test_results", tests, TEST_COLUMNS)):
-        batch = frame.select(  # noqa: F841  (read by DuckDB by name)
-            pl.col(c).cast(pl.Categorical) if c in REPEATED else pl.col(c) for c in columns
-        ).to_arrow()
-        con.execute(f"INSERT INTO {table} BY NAME SELECT $run AS run_id, * FROM batch",
-                    {"run": run_id})
+           results: pl.DataFrame, tests: pl.DataFrame, outputs_hash: Callable[[], str | None]
+           ) -> None:
+    """One batch, in one transaction with its run_batches row: a batch is stored whole or
+    not at all. The outputs' content hash is recorded with the first batch."""
+    first = int(cases["case_id"].min())  # type: ignore[arg-type]
+    with transaction(con):
+        for table, frame, columns in (("cases", cases, CASE_COLUMNS),
+                                      ("assertion_results", results, RESULT_COLUMNS),
+                                      ("test_results", tests, TEST_COLUMNS)):
+            batch = frame.select(  # noqa: F841  (read by DuckDB by name)
+                pl.col(c).cast(pl.Categorical) if c in REPEATED else pl.col(c) for c in columns
+            ).to_arrow()
+            con.execute(f"INSERT INTO {table} BY NAME SELECT $run AS run_id, * FROM batch",
+                        {"run": run_id})
+        con.execute("INSERT INTO run_batches (run_id, batch, first_case, rows) SELECT $run, "
+                    "COUNT(*), $first, $rows FROM run_batches WHERE run_id = $run",
+                    {"run": run_id, "first": first, "rows": cases.height})
+        con.execute("UPDATE runs SET outputs_hash = $hash WHERE run_id = $run "
+                    "AND outputs_hash IS NULL", {"run": run_id, "hash": outputs_hash()})
 
 
 def finish_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite) -> None:
@@ -122,9 +228,7 @@ def finish_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite) -> Non
 
 def fail_run(con: duckdb.DuckDBPyConnection, run_id: str, error: str,
              status: str = "failed") -> None:
-    """Keep the run's record with its error and status (failed, or interrupted: resumable);
-    drop its partial results, so a partial run never looks complete."""
-    for table in ("cases", "assertion_results", "test_results", "named_metrics", "derived_metrics"):
-        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+    """Record the run as failed or interrupted, with its error. Its committed batches stay
+    (a resume continues after them); readers never take it for a complete run."""
     con.execute("UPDATE runs SET status = ?, finished_at = current_timestamp, error = ? "
                 "WHERE run_id = ?", [status, error, run_id])

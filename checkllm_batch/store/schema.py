@@ -67,19 +67,40 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
     ("0005_named_scores", """
     ALTER TABLE assertion_results ADD COLUMN named_scores STRUCT(metric VARCHAR, score DOUBLE)[];
     """),
+    # a batch is the unit of durability: its rows and its run_batches row land in one
+    # transaction; resume continues after the last one. The run keeps what it ran on
+    # (content hashes) and which process runs it (a killed one is found out).
+    ("0006_run_batches", """
+    ALTER TABLE runs ADD COLUMN suite_hash VARCHAR;
+    ALTER TABLE runs ADD COLUMN outputs_hash VARCHAR;
+    ALTER TABLE runs ADD COLUMN host VARCHAR;
+    ALTER TABLE runs ADD COLUMN pid INTEGER;
+    CREATE TABLE run_batches (
+        run_id VARCHAR, batch INTEGER, first_case BIGINT, rows BIGINT,
+        committed_at TIMESTAMP DEFAULT current_timestamp);
+    """),
 ]
+
+
+def pending(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The migrations this database has not seen yet."""
+    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
+                         "current_database() AND table_name = 'schema_migrations'").fetchall()
+    done = {r[0] for r in con.sql("SELECT name FROM schema_migrations").fetchall()} \
+        if exists[0][0] else set()
+    return [name for name, _ in MIGRATIONS if name not in done]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Apply, in order, every migration this database has not seen yet."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
                 "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP DEFAULT current_timestamp)")
-    done = {r[0] for r in con.sql("SELECT name FROM schema_migrations").fetchall()}
-    pending = [(name, ddl) for name, ddl in MIGRATIONS if name not in done]
-    for name, ddl in pending:
+    names = set(pending(con))
+    todo = [(name, ddl) for name, ddl in MIGRATIONS if name in names]
+    for name, ddl in todo:
         con.execute("BEGIN")
         ddl(con) if callable(ddl) else con.execute(ddl)
         con.execute("INSERT INTO schema_migrations (name) VALUES (?)", [name])
         con.execute("COMMIT")
-    if pending:
+    if todo:
         create_views(con)

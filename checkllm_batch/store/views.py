@@ -18,6 +18,8 @@ TABLES = {
     "test_results": "one row per case: test status, pass, weighted score, reason",
     "named_metrics": "named-metric sums, weights and counts per run x provider x prompt",
     "derived_metrics": "derivedMetrics values per run x provider x prompt",
+    "run_batches": "each batch of a run committed so far: first case, rows (resume continues "
+                   "after the last)",
     "schema_migrations": "the schema migrations applied to this database",
 }
 

@@ -23,8 +23,15 @@ from .evaluate.plan import build_plan
 from .judge.config import JudgeConfig
 from .judge.protocol import Judge
 from .load.cases import CaseBuilder
-from .load.outputs import (check_columns, fingerprint, read_ahead, read_batches, rechunk,
-                           row_count, skip_rows)
+from .load.outputs import (
+    check_columns,
+    fingerprint,
+    read_ahead,
+    read_batches,
+    rechunk,
+    row_count,
+    skip_rows,
+)
 from .progress import RunProgress
 from .spec.model import Suite
 from .spec.parse import load_suite

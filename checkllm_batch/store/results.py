@@ -9,9 +9,9 @@ import os
 import re
 import secrets
 import socket
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import duckdb

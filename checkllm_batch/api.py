@@ -54,6 +54,12 @@ class Run:
                            [self.run_id])
 
     @property
+    def status(self) -> str:
+        """`finished`; or `running`, `interrupted`, `failed`: its results are partial."""
+        return self.con.execute("SELECT status FROM runs WHERE run_id = ?",
+                                [self.run_id]).fetchall()[0][0]
+
+    @property
     def cases(self) -> pl.DataFrame:
         return self.table("cases").sort("case_id")
 

@@ -122,12 +122,14 @@ def _print_run(run: api.Run, db: str, fmt: str) -> dict:
 
 
 def _print_judge(run: api.Run) -> None:
-    calls, errors, retries, cost = run.con.execute(
-        "SELECT count(*), count(*) FILTER (status <> 'ok'), sum(attempts - 1), sum(cost) "
+    calls, errors, unparsed, retries, cost = run.con.execute(
+        "SELECT count(*), count(*) FILTER (status NOT IN ('ok', 'unparsed')), "
+        "count(*) FILTER (status = 'unparsed'), sum(attempts - 1), sum(cost) "
         "FROM judge_calls WHERE run_id = ?", [run.run_id]).fetchall()[0]
     if calls:
-        click.echo(f"judge: {calls} calls sent ({errors} failed, {retries or 0} retries), "
-                   f"${cost or 0:.4f}; other answers came from judge_calls")
+        click.echo(f"judge: {calls} calls sent ({errors} failed, {unparsed} replies "
+                   f"unreadable, {retries or 0} retries), ${cost or 0:.4f}; other answers "
+                   "came from judge_calls")
 
 
 def _print_plan(stats, config) -> None:
@@ -154,11 +156,14 @@ def metrics(db: str, run_id: str | None, fmt: str) -> None:
     if fmt != "table":
         from .analysis.results import Results
 
-        emit({"run_id": run.run_id, "summary": run.summary(),
+        emit({"run_id": run.run_id, "status": run.status, "summary": run.summary(),
               "named_metrics": run.named_metrics, "derived_metrics": run.derived_metrics},
              fmt, table=Results(run.con).metrics(run.run_id))
         return
-    click.echo(f"run {run.run_id}")
+    status = run.status
+    click.echo(f"run {run.run_id}" + (" (the last finished run)" if run_id is None else "")
+               + ("" if status == "finished" else f" ({status}: partial results, no metrics; "
+                  f"resume it with eval --resume {run.run_id})"))
     show("SELECT * FROM summary", summary=run.summary())
     _print_metrics(run)
 

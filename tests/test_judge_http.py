@@ -118,6 +118,26 @@ def test_unparsable_reply_is_an_error_never_a_pass(tmp_path, judge_server):
     assert run.test_results["status"].to_list()[0] == "error"
 
 
+
+def test_unparsable_reply_is_recorded_and_asked_again_once_by_the_next_run(tmp_path,
+                                                                          judge_server):
+    """A reply the grader cannot read is `unparsed` in judge_calls, never `ok`: within the
+    run it is not asked again (two batches hold the same output), the next run asks it
+    again once, and readable answers stay cached."""
+    db = tmp_path / "r.duckdb"
+    frame = pl.DataFrame({"test_id": ["t"] * 4, "output": ["garble good", "good",
+                                                          "garble good", "bad ünï"]})
+    for sent in (3, 4):
+        run = api.evaluate(suite(tmp_path), frame, db=db, batch_rows=2,
+                           judge_config=config(judge_server))
+        assert run.assertion_results["status"].to_list() == ["error", "pass", "error", "fail"]
+        assert judge_server.counts["POST /v1/chat/completions"] == sent
+        statuses = run.con.execute("SELECT status, count(*) FROM judge_calls GROUP BY ALL "
+                                   "ORDER BY ALL").fetchall()
+        assert statuses == [("ok", 2), ("unparsed", sent - 2)]
+        run.con.close()
+
+
 def test_budget_stops_spending(tmp_path, judge_server):
     frame = outputs(50)
     run = api.evaluate(suite(tmp_path), frame,

@@ -22,15 +22,17 @@ def _show(frame: pl.DataFrame, max_rows: int = 50) -> None:
 @click.argument("run_b")
 @click.option("--db", default="results.duckdb", show_default=True)
 @click.option("--all-metrics", is_flag=True, help="Also list metrics that did not change.")
+@click.option("--partial", is_flag=True, help="Compare a run that did not finish "
+              "(interrupted or failed) too; its missing cases count as removed.")
 @user_errors
-def compare_command(run_a: str, run_b: str, db: str, all_metrics: bool) -> None:
+def compare_command(run_a: str, run_b: str, db: str, all_metrics: bool, partial: bool) -> None:
     """Compare RUN_A with RUN_B: cases that regressed (passed in A, not in B) or improved,
     and the change of each metric.
 
     A run is its id, a unique prefix of it, `last` or `previous` (compare previous last).
     Cases are matched by test_id + provider + prompt + vars (then by order within that key).
     Exit code: 0 when nothing regressed, 1 when any case regressed, 2 on bad input."""
-    comparison = Results(db).compare(run_a, run_b)
+    comparison = Results(db).compare(run_a, run_b, partial=partial)
     counts = comparison.counts()
     click.echo(f"{comparison.run_a} -> {comparison.run_b}: "
                + ", ".join(f"{n} {k}" for k, n in counts.items()))

@@ -123,9 +123,22 @@ class Results:
         `predicted` into it, e.g. '$.label')."""
         return classification(self, self.run_id(run), gold, predicted, normalize)
 
-    def compare(self, run_a: str, run_b: str) -> Comparison:
-        """Cases that regressed or improved from run A to run B, and each metric's change."""
-        return compare(self, self.run_id(run_a), self.run_id(run_b))
+    def compare(self, run_a: str, run_b: str, partial: bool = False) -> Comparison:
+        """Cases that regressed or improved from run A to run B, and each metric's change.
+        A run that did not finish is refused unless `partial`: its missing cases would
+        read as removed."""
+        runs = self.run_id(run_a), self.run_id(run_b)
+        for run in runs:
+            status = self.status(run)
+            if status != "finished" and not partial:
+                raise InputError(f"run {run} is {status}: its results are partial; resume it "
+                                 "first, or compare it anyway with --partial")
+        return compare(self, *runs)
+
+    def status(self, run: str | None = None) -> str:
+        """`finished`, or `running`, `interrupted`, `failed`: a run with partial results."""
+        return self.con.execute("SELECT status FROM runs WHERE run_id = ?",
+                                [self.run_id(run)]).fetchall()[0][0]
 
     def pass_rate_chart(self, run: str | None = None) -> Svg:
         """Test pass rate per provider (x prompt) as an inline SVG bar chart."""

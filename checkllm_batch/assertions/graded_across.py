@@ -47,8 +47,6 @@ def decide_select_best(g: Graded, groups: list[list[dict[str, Any]]]) -> list[re
 
     wrapped = [{"cases": cases} for cases in groups]
     out: list[replies.Outcome] = []
-    from ..judge.grading import settle
-
     for group, reply in zip(wrapped, g.ask(wrapped, build)):
         n = len(group["cases"])
 
@@ -57,7 +55,7 @@ def decide_select_best(g: Graded, groups: list[list[dict[str, Any]]]) -> list[re
             if index >= n:
                 raise replies.Unparsable(f"select-best index {index} out of range (0-{n - 1})")
             return True, float(index), None
-        winner = settle(reply, parse)
+        winner = g.settle(reply, parse)
         for i in range(n):
             if winner[0] is None:
                 out.append(winner)

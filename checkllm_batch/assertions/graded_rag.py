@@ -123,13 +123,11 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
         stage2 = g.ask(pairs, second)
         out = []
         for found, reply in zip(statements, stage2):
-            from ..judge.grading import settle
-
             def parse(text, found=found):
                 score = replies.nli_supported(text, len(found))
                 return score >= (g.threshold or 0.0), score, \
                     f"{score:.2f} of {len(found)} statements supported"
-            out.append(settle(reply, parse))
+            out.append(g.settle(reply, parse))
         return out
 
     return g.each({"context": _context(g, False), "query": _query(g, True),
@@ -201,6 +199,7 @@ def g_eval(g: Graded) -> pl.DataFrame:
             try:
                 steps[str(c)] = why or replies.geval_steps(reply.text or "")
             except replies.Unparsable as e:
+                g.unparsed(reply)
                 steps[str(c)] = str(e)
         pairs = [{"item": i, "criteria": str(c)} for i in items for c in criteria]
 
@@ -346,6 +345,7 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
                     raise replies.Unparsable(
                         "Conversation relevance grader returned an invalid verdict")
             except replies.Unparsable as e:
+                g.unparsed(reply)
                 return f"Error parsing output: {e}"
             relevant += found["verdict"] == "yes"
             reason = found.get("reason")
@@ -381,8 +381,8 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
             if reply is not None and not failure(reply):
                 try:
                     reason = replies.first_json_object(reply.text or "").get("reason") or reason
-                except replies.Unparsable:
-                    pass
+                except replies.Unparsable:  # the count says it: keep that reason
+                    g.unparsed(reply)
             score = c[0] / len(t)
             out.append((score >= g.threshold - 1e-12, score, str(reason)))
         return out

@@ -46,6 +46,17 @@ def _noop() -> None:
     return None
 
 
+def _die_with(parent: int) -> None:
+    """In a worker: exit as soon as the process that started it is gone (killed with
+    SIGKILL, it cannot stop its workers itself), instead of living on orphaned."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def start() -> ProcessPoolExecutor | None:
     """The pool of `workers() - 1` processes (this one is the other worker), started once,
     without waiting for the workers to be ready; None with one core. Workers are spawned (a forked child of a process running Polars threads
@@ -55,7 +66,8 @@ def start() -> ProcessPoolExecutor | None:
     global _POOL
     with _STARTING:  # two checks of one batch may run in two Polars threads
         if _POOL is None and workers() > 1:
-            pool = ProcessPoolExecutor(workers() - 1, mp_context=get_context("spawn"))
+            pool = ProcessPoolExecutor(workers() - 1, mp_context=get_context("spawn"),
+                                       initializer=_die_with, initargs=(os.getpid(),))
             main = sys.modules["__main__"]
             sys.modules["__main__"] = types.ModuleType("__main__")
             try:

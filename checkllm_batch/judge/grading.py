@@ -97,8 +97,26 @@ class Graded:
     def judge(self, items: list[dict[str, Any]], build: Build,
               parse: Callable[[dict[str, Any], str], Outcome]) -> list[Outcome]:
         """One request per item, its reply parsed strictly: any failure is an error outcome."""
-        return [settle(reply, lambda text, item=item: parse(item, text))
+        return [self.settle(reply, lambda text, item=item: parse(item, text))
                 for item, reply in zip(items, self.ask(items, build))]
+
+    def settle(self, reply: Reply | str, parse: Callable[[str], Outcome]) -> Outcome:
+        """The outcome of a reply: its parse, or an error outcome saying why there is none.
+        A reply that does not parse is recorded as `unparsed` (asked again next run)."""
+        why = failure(reply)
+        if why is not None:
+            return None, None, why
+        assert isinstance(reply, Reply)
+        try:
+            return parse(reply.text or "")
+        except Unparsable as e:
+            self.unparsed(reply)
+            return None, None, str(e)
+
+    def unparsed(self, reply: Reply | str) -> None:
+        """This reply could not be read: never serve it from the cache again."""
+        if isinstance(reply, Reply):
+            self.runner.unparsed(reply)
 
 
 def failure(reply: Reply | str) -> str | None:
@@ -109,13 +127,3 @@ def failure(reply: Reply | str) -> str | None:
         return reply.error if reply.error == "budget exhausted" else f"judge: {reply.error}"
     return None
 
-
-def settle(reply: Reply | str, parse: Callable[[str], Outcome]) -> Outcome:
-    why = failure(reply)
-    if why is not None:
-        return None, None, why
-    assert isinstance(reply, Reply)
-    try:
-        return parse(reply.text or "")
-    except Unparsable as e:
-        return None, None, str(e)

@@ -1,5 +1,6 @@
 """DuckDB `judge_calls`: every call, written as it completes. It is also the cache: a
-request whose hash has an `ok` row is answered from here and never sent again."""
+request whose hash has an `ok` row is answered from here and never sent again. A reply the
+grader could not read becomes `unparsed`: the next run asks again."""
 
 from __future__ import annotations
 
@@ -44,3 +45,9 @@ class Ledger:
         with self.lock:
             self.con.execute(f"INSERT INTO judge_calls ({COLUMNS}) VALUES "
                              f"({', '.join('?' * 16)})", row)
+
+    def unparsed(self, request_hash: str) -> None:
+        """The `ok` replies to this request could not be read: not to be served again."""
+        with self.lock:
+            self.con.execute("UPDATE judge_calls SET status = 'unparsed' "
+                             "WHERE request_hash = ? AND status = 'ok'", [request_hash])

@@ -66,6 +66,7 @@ class Reply:
     attempts: int = 0
     cached: bool = False
     headers: dict[str, str] = field(default_factory=dict, repr=False)
+    request_hash: str | None = None  # set by the runner: the request this answers
 
     @property
     def ok(self) -> bool:

@@ -28,6 +28,7 @@ class Stats:
     cached: int = 0  # answered from judge_calls
     sent: int = 0  # sent (or, in a dry run, planned to be sent)
     failed: int = 0
+    unparsed: int = 0  # replies the grader could not read (recorded as such)
     retries: int = 0
     est_tokens: int = 0  # dry run: estimated prompt + completion tokens of what would be sent
     est_cost: float = 0.0
@@ -40,6 +41,7 @@ class Runner:
         self.limiter = Limiter(config.rpm, config.tpm)
         self.budget = Budget(config.max_cost)
         self.stats = Stats()
+        self.unread: dict[str, Reply] = {}  # unparsed replies: not asked again in this run
         self.bar = tqdm(total=0, unit="calls", desc="judge", leave=False,
                         disable=None if progress else True)
         self.pool = ThreadPoolExecutor(max_workers=config.concurrency)
@@ -55,6 +57,7 @@ class Runner:
         self.stats.unique += len(unique)
         replies = self.ledger.lookup(list(unique)) if self.config.cache else {}
         self.stats.cached += len(replies)
+        replies.update((h, self.unread[h]) for h in unique if h in self.unread)
         missing = [r for h, r in unique.items() if h not in replies]
         if self.dry_run:
             return {**replies, **self._plan(missing)}
@@ -67,7 +70,19 @@ class Runner:
                 replies.update(run_batches(self, missing))
             else:
                 replies.update(self._online(missing))
+        for h, reply in replies.items():
+            reply.request_hash = h
         return replies
+
+    def unparsed(self, reply: Reply) -> None:
+        """The grader could not read this reply: it is recorded so, never served from the
+        cache, and asked again (once) by the next run, not again in this one."""
+        if reply.request_hash is None or reply.request_hash in self.unread:
+            return
+        self.unread[reply.request_hash] = reply
+        self.stats.unparsed += 1
+        if not self.dry_run:
+            self.ledger.unparsed(reply.request_hash)
 
     def estimate(self, request: Request) -> tuple[int, int, float]:
         """(prompt tokens, completion tokens, cost) before sending: ~4 characters a token."""

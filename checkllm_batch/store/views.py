@@ -89,7 +89,8 @@ VIEWS: dict[str, tuple[str, str]] = {
         WHERE a.score BETWEEN 0 AND 1
         GROUP BY ALL"""),
     "run_overview": ("one row per run: when, status, cases, pass rate, providers", """
-        SELECT r.run_id, r.started_at, r.status, r.suite_path, r.outputs_path, r.cases,
+        SELECT r.run_id, r.started_at, r.status, r.suite_path, r.outputs_path,
+               COALESCE(r.cases, p.total) AS cases,
                p.passed, p.passed / NULLIF(p.total, 0) AS pass_rate, p.providers
         FROM runs r LEFT JOIN (
             SELECT run_id, COUNT(*) AS total, COUNT(*) FILTER (status = 'pass') AS passed,

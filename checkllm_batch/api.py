@@ -265,15 +265,17 @@ def get_run(db: str | Path | duckdb.DuckDBPyConnection, run: str | None = None) 
 
 
 def write(run: Run, path: str | Path) -> Run:
-    """Copy a run (all its rows) into the results database at `path`."""
+    """Copy a run (all its rows) into the results database at `path`, streamed through
+    Arrow (the run's database may be open read-only)."""
     target = store.connect(path)
-    target.close()
-    run.con.execute(f"ATTACH '{Path(path).as_posix()}' AS target")
     try:
-        for table in ("runs", "assertions", "cases", "assertion_results", "test_results",
-                      "named_metrics", "derived_metrics"):
-            run.con.execute(f"INSERT INTO target.{table} BY NAME SELECT * FROM {table} "
-                            f"WHERE run_id = ?", [run.run_id])
+        with store.transaction(target):
+            for table in ("runs", "assertions", "cases", "assertion_results", "test_results",
+                          "named_metrics", "derived_metrics", "run_batches"):
+                rows = run.con.sql(  # noqa: F841  (read by DuckDB by name)
+                    f"SELECT * FROM {table} WHERE run_id = ?", params=[run.run_id]
+                ).to_arrow_reader(BATCH_ROWS)
+                target.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rows")
     finally:
-        run.con.execute("DETACH target")
+        target.close()
     return get_run(path, run.run_id)

@@ -27,6 +27,8 @@ def test_write_copies_a_run_into_another_database(tmp_path):
     assert copy.derived_metrics.sort("provider", "name").equals(
         run.derived_metrics.sort("provider", "name"))
     assert cb.get_run(tmp_path / "archive.duckdb").run_id == run.run_id
+    again = cb.write(cb.get_run(tmp_path / "archive.duckdb"), tmp_path / "again.duckdb")
+    assert again.test_results.equals(run.test_results)  # from a read-only reader
 
 
 def test_suite_spec_is_stored_with_the_run(tmp_path):

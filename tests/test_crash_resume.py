@@ -218,3 +218,41 @@ def test_a_finished_run_or_other_inputs_are_not_resumed(tmp_path):
     assert (code, err.strip()) == (2, f"Error: run {cut} ran on other outputs (their content "
                                       "differs): resume it with the outputs it ran on, or "
                                       "leave out --resume to start a new run")
+
+
+def test_readers_share_the_database_and_a_writer_holding_it_is_one_line(tmp_path):
+    """Readers open read-only: a notebook's Results and `checkllm-batch sql` at once, and
+    `sql` cannot change the file. While an eval writes, a reader gets one clear line."""
+    import checkllm_batch as cb
+
+    prepare(tmp_path, judged=False)
+    code, err = finish(start(tmp_path, None))
+    assert code == 1, err
+    notebook = cb.Results(tmp_path / "r.duckdb")
+    sql = subprocess.run([CLI, "sql", "--db", "r.duckdb", "--format", "csv",
+                          "SELECT count(*) AS n FROM test_results"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert (sql.returncode, sql.stdout) == (0, "n\n40\n"), sql.stderr
+    drop = subprocess.run([CLI, "sql", "--db", "r.duckdb", "DROP VIEW failures"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert drop.returncode == 2 and "read-only" in drop.stderr, drop.stderr
+    assert notebook.query("SELECT count(*) AS n FROM failures")["n"][0] > 0
+    notebook.con.close()
+
+    (tmp_path / "kill-r17-good ünï").write_text(str(int(signal.SIGSTOP)))  # holds it open
+    writer = start(tmp_path, None)
+    try:
+        for _ in range(600):
+            if len((tmp_path / "seen").read_text(encoding="utf-8").splitlines()) >= 58:
+                break
+            time.sleep(0.1)
+        reader = subprocess.run([CLI, "metrics", "--db", "r.duckdb"], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=60)
+        assert reader.returncode == 2, reader
+        assert reader.stderr.strip() == (
+            f"Error: r.duckdb: in use by another process (PID {writer.pid}): a database is "
+            "written by one process at a time, and read by many only while none writes it; "
+            "wait for that process (an eval, a notebook, a sql prompt) to finish")
+    finally:
+        writer.kill()
+        writer.communicate()

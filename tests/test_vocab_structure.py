@@ -377,3 +377,38 @@ def test_tools_come_from_the_cases_provider_in_the_suite(tmp_path):
     assert got["status"].to_list() == ["pass", "fail", "error"]
     assert 'no function with that name' in got["reason"][1]
     assert "no tools declared" in got["reason"][2]
+
+
+def test_pool_workers_die_with_a_killed_parent(tmp_path):
+    """SIGKILL gives the run no chance to stop its workers: they notice and exit."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "killed.py"
+    script.write_text(
+        "import os\n"
+        "from checkllm_batch.assertions import pool\n"
+        "p = pool.start()\n"
+        "p.submit(pool._noop).result()\n"
+        "print(' '.join(str(w) for w in p._processes), flush=True)\n"
+        "os.kill(os.getpid(), 9)\n", encoding="utf-8")
+    env = {**os.environ, "CHECKLLM_WORKERS": "3"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    workers = [int(w) for w in done.stdout.split()]
+    assert len(workers) == 2
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    deadline = time.monotonic() + 30
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(w) for w in workers)

@@ -1,4 +1,4 @@
-"""Edit distance checks, computed by rapidfuzz over the whole batch in one C++ call."""
+"""Edit distance checks, computed by rapidfuzz over the whole batch in C++ calls on all cores."""
 
 from __future__ import annotations
 
@@ -17,12 +17,30 @@ def _utf16(text: str) -> list[int]:
     return memoryview(text.encode("utf-16-le")).cast("H").tolist()
 
 
+# Within this many edits rapidfuzz's banded algorithm fits the band (2k + 1 cells) in one
+# 64-bit word: about 5x cheaper than a full distance on 500-character texts.
+BAND = 31
+
+
+def _exact_distances(left: list[str], right: list[str]) -> np.ndarray:
+    """The exact Levenshtein distance of each pair, at a cost that grows with the distance:
+    a banded pass (`score_cutoff`) settles every pair within BAND edits (a pair beyond gets
+    BAND + 1), then only the pairs beyond it are computed in full. Scores and reasons quote
+    the exact distance on every row, so the far pairs are computed, only not twice."""
+    scores = process.cpdist(left, right, scorer=Levenshtein.distance, score_cutoff=BAND,
+                            workers=-1, dtype=np.int64)
+    far = np.flatnonzero(scores > BAND)
+    if len(far):
+        scores[far] = process.cpdist([left[i] for i in far], [right[i] for i in far],
+                                     scorer=Levenshtein.distance, workers=-1, dtype=np.int64)
+    return scores
+
+
 def _distances(pairs: pl.Series) -> pl.Series:
-    """Levenshtein distance of each (a, b) pair, in one rapidfuzz call on all cores."""
+    """Levenshtein distance of each (a, b) pair, in rapidfuzz calls on all cores."""
     left = pairs.struct.field("a").fill_null("")
     right = pairs.struct.field("b").fill_null("")
-    scores = process.cpdist(left.to_list(), right.to_list(), scorer=Levenshtein.distance,
-                            workers=-1, dtype=np.float64)
+    scores = _exact_distances(left.to_list(), right.to_list()).astype(np.float64)
     # promptfoo counts UTF-16 code units: redo the few rows holding astral characters.
     non_ascii = (left.str.len_bytes() != left.str.len_chars()) | (
         right.str.len_bytes() != right.str.len_chars())

@@ -36,20 +36,27 @@ def _exact_distances(left: list[str], right: list[str]) -> np.ndarray:
     return scores
 
 
+DISTANCE = pl.Struct({"distance": pl.Float64, "longer": pl.Int64})
+
+
 def _distances(pairs: pl.Series) -> pl.Series:
-    """Levenshtein distance of each (a, b) pair, in rapidfuzz calls on all cores."""
+    """{distance, longer} of each (a, b) pair: the Levenshtein distance and the longer
+    length, in UTF-16 code units as promptfoo counts them; the distances in rapidfuzz calls
+    on all cores."""
     left = pairs.struct.field("a").fill_null("")
     right = pairs.struct.field("b").fill_null("")
     scores = _exact_distances(left.to_list(), right.to_list()).astype(np.float64)
-    # promptfoo counts UTF-16 code units: redo the few rows holding astral characters.
+    lengths = np.maximum(left.str.len_chars().to_numpy(), right.str.len_chars().to_numpy()
+                         ).astype(np.int64)
     non_ascii = (left.str.len_bytes() != left.str.len_chars()) | (
         right.str.len_bytes() != right.str.len_chars())
     if non_ascii.any():  # the regex only where some character is not ASCII
         rows = non_ascii.arg_true()
         astral = left.gather(rows).str.contains(_ASTRAL) | right.gather(rows).str.contains(_ASTRAL)
         for i in rows.filter(astral).to_list():  # row-wise: only rows holding astral characters
-            scores[i] = Levenshtein.distance(_utf16(left[i]), _utf16(right[i]))
-    return pl.Series(scores, dtype=pl.Float64)
+            a, b = _utf16(left[i]), _utf16(right[i])
+            scores[i], lengths[i] = Levenshtein.distance(a, b), max(len(a), len(b))
+    return pl.struct(distance=pl.Series(scores), longer=pl.Series(lengths), eager=True)
 
 
 def _string(value, spec) -> None:
@@ -62,23 +69,19 @@ def _value(ctx: Ctx) -> pl.Expr:
 
 
 def _distance(ctx: Ctx, value: pl.Expr) -> pl.Expr:
-    """Levenshtein distance between the output and the value in UTF-16 code units, computed
+    """{distance, longer} between the output and the value in UTF-16 code units, computed
     once per batch and shared by every assertion comparing the same pair."""
     what = ctx.spec.value
     return ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
-        _distances, return_dtype=pl.Float64),
+        _distances, return_dtype=DISTANCE),
         shared=f"levenshtein(output, {what!r})")
-
-
-def _utf16_length(text: pl.Expr) -> pl.Expr:
-    return text.str.len_chars() + text.str.count_matches(_ASTRAL)
 
 
 @assertion("levenshtein", default_threshold=5.0, prepare=_string)
 def levenshtein(ctx: Ctx) -> Verdict:
     """Levenshtein edit distance to the value is at most the threshold (default 5)."""
     value = _value(ctx)
-    distance = _distance(ctx, value)
+    distance = _distance(ctx, value).struct.field("distance")
     return Verdict(distance <= ctx.threshold,
                    pl.concat_str([pl.lit(f"be within edit distance {ctx.threshold:g} of "),
                                   quoted(value)]),
@@ -89,8 +92,9 @@ def levenshtein(ctx: Ctx) -> Verdict:
 def similarity(ctx: Ctx) -> Verdict:
     """CheckLLM: normalised Levenshtein similarity (1 - distance / longer length) >= threshold."""
     value = _value(ctx)
-    longer = pl.max_horizontal(_utf16_length(ctx.output.fill_null("")), _utf16_length(value))
-    ratio = pl.when(longer == 0).then(1.0).otherwise(1.0 - _distance(ctx, value) / longer)
+    pair = _distance(ctx, value)
+    longer, distance = pair.struct.field("longer"), pair.struct.field("distance")
+    ratio = pl.when(longer == 0).then(1.0).otherwise(1.0 - distance / longer)
     return Verdict(ratio >= ctx.threshold,
                    pl.concat_str([pl.lit(f"have similarity >= {ctx.threshold:g} to "),
                                   quoted(value)]),

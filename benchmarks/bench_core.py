@@ -1,149 +1,223 @@
-"""Core benchmark: N synthetic cases × 10 assertions, Parquet in, DuckDB results out.
+"""Core benchmark: N synthetic cases x 10 assertions, Parquet in, DuckDB results out.
 
-The suite reads its values from each row's vars (`equals`, `contains`, `levenshtein` and
-`similarity` on `{{expected}}` / `{{reference}}`); the same suite with literal values is
-timed beside it.
+    .venv/bin/python benchmarks/bench_core.py --rows 100000
 
-Runs `checkllm-batch eval` on the data (a subprocess, so its peak RSS is measured alone), and
-in the same run a plain per-row Python loop doing the same ten checks with the libraries a
-user would reach for (re, json, jsonschema, rapidfuzz). Prints rows/s for both, the ratio,
-and peak memory. `--memory-check` also runs a quarter of the rows with the same batch size,
-to show that peak memory follows the batch size, not the number of rows.
+The suite reads its values from each row's vars (`contains` on `{{expected}}`; `levenshtein`,
+`equals` and `similarity` on `{{reference}}`, 1-40 edits from the output in most rows).
 
-    python benchmarks/bench_core.py --rows 1000000
+1. **end to end**: `checkllm-batch eval` on the Parquet file (a subprocess, so its peak RSS
+   and CPU time are its own); CPU utilisation = its CPU time / (wall time x cores). The same
+   on the first 100 rows shows the fixed cost (start-up, the run's record, metrics).
+2. **the per-row loop**, in the same run: plain Python reading the same file, doing the same
+   ten checks one row at a time (re, json, jsonschema, rapidfuzz), writing one result line per
+   case; then the ratio of the two times.
+3. **stages**, one after the other in this process (so the sum is more than the end-to-end
+   time, which overlaps them): read, build cases, evaluate the whole suite, evaluate each type
+   alone, write.
+
+Every figure is printed only after its result count is checked (cases x assertions rows).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import re
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import duckdb
 import jsonschema
 import polars as pl
+import pyarrow.parquet as pq
+import yaml
 from rapidfuzz.distance import Levenshtein
+
+from checkllm_batch.evaluate.engine import evaluate_batch
+from checkllm_batch.evaluate.plan import build_plan
+from checkllm_batch.load.cases import CaseBuilder
+from checkllm_batch.load.outputs import read_batches
+from checkllm_batch.spec.parse import load_suite
+from checkllm_batch.store import results as store
 
 sys.path.insert(0, str(Path(__file__).parent))
 import synth  # noqa: E402
 
 OUT = Path(__file__).parent / "out"
-SCHEMA = {"type": "object", "required": ["answer", "confidence"],
-          "properties": {"confidence": {"type": "number", "minimum": 0, "maximum": 1}}}
+ASSERTIONS = 10
 
 
-def run_cli(suite: Path, data: Path, db: Path, batch_rows: int) -> tuple[float, float]:
-    """(seconds, peak RSS in MiB) of one `checkllm-batch eval`."""
+def run_cli(suite: Path, data: Path, db: Path, batch_rows: int) -> dict:
+    """Wall time, CPU time and peak RSS of one `checkllm-batch eval`; its counts checked."""
     db.unlink(missing_ok=True)
     cli = Path(sys.executable).parent / "checkllm-batch"
     started = time.perf_counter()
     proc = subprocess.Popen([str(cli), "eval", str(suite), "--outputs", str(data), "--db",
                              str(db), "--batch-rows", str(batch_rows), "--no-progress"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own (and its reaped workers')
     seconds = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"checkllm-batch failed:\n{proc.stderr.read().decode()}")
-    return seconds, usage.ru_maxrss / 1024
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": usage.ru_maxrss / 1024,
+            "cpu_utilisation": cpu / (seconds * (os.cpu_count() or 1))}
 
 
-def hand_written(data: Path, rows: int, db: Path) -> tuple[float, float]:
-    """(seconds for the checks alone, seconds end to end) of the script a user writes by
-    hand: read the Parquet rows, loop, write one result row per case × check to DuckDB."""
-    started = time.perf_counter()
-    records = pl.read_parquet(data, n_rows=rows).to_dicts()
-    checks_started = time.perf_counter()
-    results = per_row_loop(records)
-    checks = time.perf_counter() - checks_started
-    long = [(case, index, passed) for case, verdicts in enumerate(results)
-            for index, passed in enumerate(verdicts)]
-    db.unlink(missing_ok=True)
-    con = duckdb.connect(str(db))
-    frame = pl.DataFrame(long, schema=["case_id", "assertion_index", "pass"], orient="row")  # noqa: F841  (read by DuckDB by name)
-    con.execute("CREATE TABLE results AS SELECT * FROM frame")
+def check_db(db: Path, rows: int) -> None:
+    """The run stored every case, and one result per case x assertion."""
+    con = duckdb.connect(str(db), read_only=True)
+    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+              for t in ("cases", "assertion_results", "test_results")}
     con.close()
-    return checks, time.perf_counter() - started
+    want = {"cases": rows, "assertion_results": rows * ASSERTIONS, "test_results": rows}
+    if counts != want:
+        raise SystemExit(f"incomplete results in {db}: {counts}, expected {want}")
 
 
-def per_row_loop(rows: list[dict]) -> list[tuple]:
-    """One output at a time, the same ten checks."""
-    validator = jsonschema.Draft7Validator(SCHEMA)
+def per_row_loop(data: Path, out: Path) -> tuple[float, int]:
+    """(seconds, lines written) of the script a user writes by hand: read the Parquet file,
+    loop over its rows doing the ten checks, write one result line per case."""
+    started = time.perf_counter()
+    validator = jsonschema.Draft7Validator(synth.SCHEMA)
     word = re.compile(r"\b(energy|light)\b")
     objects = re.compile(r"\{.*\}", re.S)
-    results = []
-    for r in rows:
-        out, expected, reference = r["output"], r["expected"], r["reference"]
-        lowered = out.lower()
+    lines = 0
+    with out.open("w", newline="") as f:
+        writer = csv.writer(f)
+        for batch in pq.ParquetFile(data).iter_batches(columns=["output", "expected",
+                                                                "reference"]):
+            for r in batch.to_pylist():
+                writer.writerow(_ten_checks(r, validator, word, objects))
+                lines += 1
+    return time.perf_counter() - started, lines
+
+
+def _ten_checks(r: dict, validator, word: re.Pattern, objects: re.Pattern) -> tuple:
+    out, expected, reference = r["output"], r["expected"], r["reference"]
+    lowered = out.lower()
+    try:
+        json.loads(out)
+        is_json = True
+    except ValueError:
+        is_json = False
+    contains_json = False
+    m = objects.search(out)
+    if m:
         try:
-            json.loads(out)
-            is_json = True
+            contains_json = validator.is_valid(json.loads(m.group()))
         except ValueError:
-            is_json = False
-        contains_json = False
-        m = objects.search(out)
-        if m:
-            try:
-                contains_json = validator.is_valid(json.loads(m.group()))
-            except ValueError:
-                pass
-        results.append((
-            expected in out,
-            any(w in lowered for w in ("photosynthesis", "paris", "oxygen")),
-            bool(word.search(out)),
-            "As an AI language model" not in out,
-            out.startswith("Answer:"),
-            Levenshtein.distance(out, reference) <= 5,
-            is_json,
-            contains_json,
-            out == reference,
-            Levenshtein.normalized_similarity(out, reference) >= 0.8,
-        ))
-    return results
+            pass
+    distance = Levenshtein.distance(out, reference)
+    return (
+        expected in out,
+        any(w in lowered for w in ("photosynthesis", "paris", "oxygen")),
+        bool(word.search(out)),
+        "As an AI language model" not in out,
+        out.startswith("Answer:"),
+        distance <= 5,
+        is_json,
+        contains_json,
+        out == reference,
+        1 - distance / max(len(out), len(reference), 1) >= 0.8,
+    )
+
+
+def stages(suite_path: Path, data: Path, batch_rows: int, db: Path) -> dict[str, list[float]]:
+    """[wall, CPU] seconds of each stage alone, batch by batch: read, build, evaluate (the
+    suite, then each type alone on the same cases), write."""
+    suite = load_suite(suite_path)
+    plan = build_plan(suite)
+    singles = {}
+    for i, a in enumerate(yaml.safe_load(synth.SUITE)["defaultTest"]["assert"]):
+        path = OUT / f"single_{i}.yaml"
+        path.write_text(yaml.safe_dump({"defaultTest": {"assert": [a]}}))
+        singles[f"evaluate {i}: {a['type']}"] = build_plan(load_suite(path))
+    db.unlink(missing_ok=True)
+    con = store.connect(db)
+    run_id = store.start_run(con, suite, str(data), {})
+    took: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    counts: dict[str, int] = defaultdict(int)
+    done, builder = 0, None
+    batches = read_batches(str(data), batch_rows)
+    while True:
+        batch = _timed(took, "read", lambda: next(batches, None))
+        if batch is None:
+            break
+        builder = builder or CaseBuilder(plan, batch.schema, str(data))
+        cases = _timed(took, "build cases", lambda: builder.build(batch, done))
+        results, tests = _timed(took, "evaluate (the suite)", lambda: evaluate_batch(plan, cases))
+        counts["evaluate (the suite)"] += results.height
+        for name, single in singles.items():
+            one, _ = _timed(took, name, lambda single=single: evaluate_batch(single, cases))
+            counts[name] += one.height * ASSERTIONS
+        _timed(took, "write", lambda: store.append(con, run_id, cases, results, tests))
+        done += batch.num_rows
+    con.close()
+    check_db(db, done)
+    incomplete = {k: v for k, v in counts.items() if v != done * ASSERTIONS}
+    if incomplete:
+        raise SystemExit(f"incomplete stage results: {incomplete} for {done} cases")
+    return dict(took)
+
+
+def _timed(took: dict[str, list[float]], name: str, fn):
+    """fn(), adding its wall and CPU seconds (all threads) to took[name]."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    took[name][0] += time.perf_counter() - wall
+    took[name][1] += time.process_time() - cpu
+    return result
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--loop-rows", type=int, default=50_000,
-                    help="rows timed for the per-row loop (its rate is per row)")
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--batch-rows", type=int, default=100_000)
-    ap.add_argument("--memory-check", action="store_true")
+    ap.add_argument("--no-stages", action="store_true", help="skip the per-stage timings")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
-    suite, literal_suite = OUT / "suite.yaml", OUT / "suite_literal.yaml"
+    suite = OUT / "suite.yaml"
     suite.write_text(synth.SUITE)
-    literal_suite.write_text(synth.LITERAL_SUITE)
-    data = OUT / f"outputs_{args.rows}.parquet"
+    data = OUT / f"outputs_v2_{args.rows}.parquet"
     if not data.exists():
         synth.outputs(args.rows).write_parquet(data)
+    load_before = os.getloadavg()
 
-    seconds, peak = run_cli(suite, data, OUT / "results.duckdb", args.batch_rows)
-    ours = args.rows / seconds
-    literal_seconds, _ = run_cli(literal_suite, data, OUT / "results.duckdb", args.batch_rows)
+    tiny = OUT / "outputs_v2_100.parquet"  # the fixed cost: start-up, run record, metrics
+    pl.read_parquet(data, n_rows=100).write_parquet(tiny)
+    fixed = run_cli(suite, tiny, OUT / "results.duckdb", args.batch_rows)
+    check_db(OUT / "results.duckdb", 100)
+    ours = run_cli(suite, data, OUT / "results.duckdb", args.batch_rows)
+    check_db(OUT / "results.duckdb", args.rows)
+    loop_cpu = time.process_time()
+    loop_seconds, lines = per_row_loop(data, OUT / "loop.csv")
+    loop_cpu = time.process_time() - loop_cpu
+    if lines != args.rows:
+        raise SystemExit(f"the loop wrote {lines} lines for {args.rows} cases")
 
-    loop_rows = min(args.loop_rows, args.rows)
-    checks, end_to_end = hand_written(data, loop_rows, OUT / "loop.duckdb")
-    loop, loop_checks = loop_rows / end_to_end, loop_rows / checks
-
-    report = {"rows": args.rows, "assertions": 10, "batch_rows": args.batch_rows,
-              "seconds": round(seconds, 2), "rows_per_s": round(ours),
-              "literal_suite_seconds": round(literal_seconds, 2),
-              "per_row_over_literal_time": round(seconds / literal_seconds, 2),
-              "loop_rows_per_s": round(loop), "speedup": round(ours / loop, 2),
-              "loop_checks_only_rows_per_s": round(loop_checks),
-              "speedup_vs_checks_only": round(ours / loop_checks, 2),
-              "peak_rss_mib": round(peak), "load_avg_1m": round(os.getloadavg()[0], 2)}
-    if args.memory_check:
-        quarter = OUT / f"outputs_{args.rows // 4}.parquet"
-        if not quarter.exists():
-            synth.outputs(args.rows // 4).write_parquet(quarter)
-        _, small_peak = run_cli(suite, quarter, OUT / "results_quarter.duckdb", args.batch_rows)
-        report["peak_rss_mib_quarter_rows"] = round(small_peak)
+    report = {"rows": args.rows, "assertions": ASSERTIONS, "batch_rows": args.batch_rows,
+              "cores": os.cpu_count(), "load_avg_before": [round(x, 2) for x in load_before],
+              "seconds": round(ours["seconds"], 2),
+              "rows_per_s": round(args.rows / ours["seconds"]),
+              "cpu_seconds": round(ours["cpu_seconds"], 2),
+              "cpu_utilisation": round(ours["cpu_utilisation"], 2),
+              "peak_rss_mib": round(ours["peak_rss_mib"]),
+              "fixed_seconds_100_rows": round(fixed["seconds"], 2),
+              "loop_seconds": round(loop_seconds, 2),
+              "loop_cpu_seconds": round(loop_cpu, 2),
+              "speedup_vs_loop": round(loop_seconds / ours["seconds"], 2),
+              "cpu_ratio_vs_loop": round(loop_cpu / ours["cpu_seconds"], 2)}
+    if not args.no_stages:
+        report["stages_wall_cpu_seconds"] = {k: [round(x, 3) for x in v] for k, v in stages(
+            suite, data, args.batch_rows, OUT / "stages.duckdb").items()}
+    report["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(report, indent=2))
 
 

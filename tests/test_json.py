@@ -63,3 +63,63 @@ def test_object_outputs_are_json_not_text(tmp_path):
     assert rows["status"].to_list() == ["pass", "fail"]
     assert rows["reason"][1] == "output is not text (a JSON value)"
     assert r.cases["output"][0] == '{"a":1}'
+
+
+def _reference_span(text: str, start: int, limit: int) -> tuple[int | None, int]:
+    """Brace counting one character at a time: the reference for the str.find scan."""
+    depth = 0
+    for i, ch in enumerate(text[start:start + limit], start):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth == 0:
+            return i + 1, 0
+    return None, depth
+
+
+SPANS = [
+    '{"a": 1}', '{"a": "}"} tail', '{"a": "{"} tail', '{{"a":1}', "x { y { z", '}{"a":1}',
+    '{"a": {"b": 1}', 'pre {"a": [1, {"b": 2}]} post {"c": 3}', '{"a": "é", "b": "😀"}',
+    '「{"鍵": "値"}」', '{"a": 1}}}', "{}{}", "{", "{" * 5 + "}" * 3, "{" + "}" * 3, "",
+    "no braces", "{ 😀 { é } 中 }",
+]
+
+
+@pytest.mark.parametrize("text", SPANS)
+@pytest.mark.parametrize("limit", [100_000, 3])
+def test_brace_span_matches_character_count(monkeypatch, text, limit):
+    """The span contains-json parses from each `{`: same end and depth as counting each
+    character, also when the span is cut at MAX_SPAN characters."""
+    from checkllm_batch.assertions import jsonchecks
+
+    monkeypatch.setattr(jsonchecks, "MAX_SPAN", limit)
+    for start in (i for i, ch in enumerate(text) if ch == "{"):
+        assert jsonchecks._balanced_end(text, start) == _reference_span(text, start, limit)
+
+
+CONST_X = {"type": "object", "properties": {"v": {"const": "x"}}}
+MAX_ONE = {"type": "object", "properties": {"v": {"type": "string", "maxLength": 1}}}
+# a lone surrogate escape parses (JSON.parse keeps it) and is checked against the schema;
+# the validator takes none, so it stands in as U+FFFD: the schema's own message, never
+# "cannot check against the schema"
+SURROGATES = [
+    ("is-json", CONST_X, '{"v": "\\ud800"}', "fail", '"x" was expected (at v)'),
+    ("contains-json", CONST_X, 'x {"v": "\\ud800"} y', "fail", '"x" was expected (at v)'),
+    ("contains-json", CONST_X, '{"v": "\\udc00"}', "fail", '"x" was expected (at v)'),
+    ("is-json", CONST_X, '{"v": "\\ud83d\\ude00"}', "fail", '"x" was expected (at v)'),  # a pair
+    ("is-json", MAX_ONE, '{"v": "\\ud800"}', "pass", None),  # one code unit
+    ("is-json", MAX_ONE, '{"v": "\\ud800x"}', "fail", "is longer than 1 character (at v)"),
+    ("is-json", CONST_X, '{"v": "x"}', "pass", None),
+    ("is-json", CONST_X, '{"v": ""}', "fail", '"x" was expected (at v)'),
+]
+
+
+@pytest.mark.parametrize("kind,schema,output,status,ending", SURROGATES)
+def test_lone_surrogates_meet_the_schema(tmp_path, kind, schema, output, status, ending):
+    from conftest import run
+
+    r = run(tmp_path, {"defaultTest": {"assert": [{"type": kind, "value": schema}]}},
+            [{"output": output}])
+    assert r.assertion_results["status"][0] == status
+    reason = r.assertion_results["reason"][0]
+    assert "cannot check" not in (reason or "")
+    if ending:
+        assert reason.endswith(ending), reason

@@ -19,7 +19,8 @@ from .distinct import Outcome
 from .jsonformats import AJV_FORMATS, with_number_formats
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
-Validator = Callable[[Any], str | None]  # None when the instance conforms, else the error
+# (instance, the text it was parsed from) -> None when the instance conforms, else the error
+Validator = Callable[[Any, str | None], str | None]
 
 
 def compile_schema(value: Any, spec: Any = None) -> Validator | None:
@@ -40,17 +41,22 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
     except (jsonschema_rs.ValidationError, ValueError) as e:
         raise ValueError(f"invalid JSON Schema: {str(e).splitlines()[0]}") from None
 
-    def check(instance: Any) -> str | None:
-        instance = _without_lone_surrogates(instance)
+    def check(instance: Any, source: str | None = None) -> str | None:
+        if source is None or _SURROGATE_ESCAPE.search(source):  # it may hold lone surrogates
+            instance = _without_lone_surrogates(instance)
         try:
-            if validator.is_valid(instance):
-                return None
-            error = next(iter(validator.iter_errors(instance)))
-        except Exception as e:  # a value the validator cannot take (a lone surrogate, inf)
+            return _first_error(validator, instance)
+        except Exception as e:  # a value the validator cannot take (inf)
             return f"cannot check against the schema: {type(e).__name__}: {e}"
-        return f"{error.message} (at {'/'.join(map(str, error.instance_path)) or 'root'})"
 
     return check
+
+
+def _first_error(validator: Any, instance: Any) -> str | None:
+    if validator.is_valid(instance):
+        return None
+    error = next(iter(validator.iter_errors(instance)))
+    return f"{error.message} (at {'/'.join(map(str, error.instance_path)) or 'root'})"
 
 
 def _reject_constant(name: str) -> Any:
@@ -86,7 +92,7 @@ def _parsed(text: str | None, validate: Validator | None) -> Outcome:
         parsed = js_json_loads(text)
     except ValueError as e:
         return False, f"invalid JSON: {e}"
-    problem = validate(parsed) if validate else None
+    problem = validate(parsed, text) if validate else None
     return problem is None, problem
 
 
@@ -96,7 +102,7 @@ def _contained(text: str | None, validate: Validator | None) -> Outcome:
         return False, "no JSON object found"
     if validate is None:
         return True, None
-    problems = [validate(obj) for obj in found]
+    problems = [validate(obj, text) for obj in found]
     if None in problems:
         return True, None
     return False, problems[0]
@@ -130,7 +136,8 @@ def contains_json(ctx: Ctx) -> Verdict:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_BRACE = re.compile(r"[{}]")
+# the only way a parsed value holds a lone surrogate: an escape (JSON's \uD800, YAML's too)
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
 _LINE_COMMENT = re.compile(r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|(?<![:\w])//[^\n]*')
 MAX_SPAN = 100_000
 
@@ -141,12 +148,7 @@ def extract_json_objects(text: str) -> list[Any]:
     found: list[Any] = []
     start = text.find("{")
     while start >= 0:
-        depth, end = 0, None
-        for m in _BRACE.finditer(text, start, start + MAX_SPAN):
-            depth += 1 if m.group() == "{" else -1
-            if depth == 0:
-                end = m.end()
-                break
+        end, depth = _balanced_end(text, start)
         span = text[start:end] if end else text[start:start + MAX_SPAN] + "}" * depth
         parsed = _lenient(span)
         if isinstance(parsed, dict):
@@ -155,6 +157,24 @@ def extract_json_objects(text: str) -> list[Any]:
         else:
             start = text.find("{", start + 1)
     return found
+
+
+def _balanced_end(text: str, start: int) -> tuple[int | None, int]:
+    """(end of the brace-balanced span opening at `start`, 0), or (None, braces left open)
+    when it does not close within MAX_SPAN characters. Braces are counted anywhere, inside
+    strings too, as promptfoo does; str.find skips the text between them at C speed."""
+    limit = start + MAX_SPAN
+    depth, opening, closing = 1, text.find("{", start + 1, limit), text.find("}", start, limit)
+    while closing >= 0:
+        if 0 <= opening < closing:
+            depth += 1
+            opening = text.find("{", opening + 1, limit)
+            continue
+        depth -= 1
+        if depth == 0:
+            return closing + 1, 0
+        closing = text.find("}", closing + 1, limit)
+    return None, depth + (text.count("{", opening, limit) if opening >= 0 else 0)
 
 
 def _lenient(span: str) -> Any:

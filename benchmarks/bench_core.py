@@ -156,7 +156,8 @@ def stages(suite_path: Path, data: Path, batch_rows: int, db: Path) -> dict[str,
         for name, single in singles.items():
             one, _ = _timed(took, name, lambda single=single: evaluate_batch(single, cases))
             counts[name] += one.height * ASSERTIONS
-        _timed(took, "write", lambda: store.append(con, run_id, cases, results, tests))
+        _timed(took, "write", lambda: store.append(con, run_id, cases, results, tests,
+                                                   lambda: None))
         done += batch.num_rows
     con.close()
     check_db(db, done)

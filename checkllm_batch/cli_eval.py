@@ -73,10 +73,10 @@ def warn_without_judge(spec, judge_config) -> None:
     """Model-graded assertions with no judge end as errors: say so before the run starts."""
     if judge_config.enabled:
         return
-    from .assertions.registry import Kind
     from .evaluate.plan import build_plan
 
-    graded = [p.spec.type for p in build_plan(spec).assertions if p.kind is Kind.JUDGE]
+    graded = [p.spec.type for p in build_plan(spec).assertions
+              if p.atype.needs_judge(p.spec)]
     if graded:
         types = ", ".join(sorted(set(graded)))
         click.echo(f"warning: no judge configured: {len(graded)} model-graded assertion(s) "

@@ -186,7 +186,8 @@ def moved(assertion: dict, row: dict, tag: str) -> tuple[dict, dict]:
 
 
 def outcomes(tmp_path, type_name: str, cases: list[Case]) -> list[tuple]:
-    graded = REGISTRY[type_name].kind is Kind.JUDGE or type_name == "cost"
+    atype = REGISTRY[type_name]  # the judged types, the ones decided across cases, cost
+    graded = atype.kind in (Kind.JUDGE, Kind.ACROSS) or atype.judged is not None
     suite = {**({"judge": {"model": "gpt-4o-mini"}} if graded else {}),
              "tests": [{"description": f"c{i}", "prompt": "What is the capital of France?",
                         "assert": a if isinstance(a, list) else [a]}

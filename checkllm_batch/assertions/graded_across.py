@@ -1,39 +1,26 @@
-"""Types decided across the outputs of one test (several providers or prompts): they wait
-for every batch, then run over the stored cases (judge/across.py calls `decide`)."""
+"""Types decided across the outputs of one test row (several providers or prompts): the
+engine leaves their rows pending in each batch; after every batch judge/across.py reads the
+stored cases and calls the type's function."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
+from ..spec.model import AssertionSpec
 from . import prompts, replies
-from .graded import PENDING, _messages, graded
-from .registry import Value
+from .graded import _messages
+from .registry import Kind, Value, assertion
 
 if TYPE_CHECKING:
     from ..judge.grading import Graded
 
 
-def _pending(g: Graded) -> pl.DataFrame:
-    return g.rows.select("case_id", "test_index", passed=pl.lit(None, pl.Boolean),
-                         score=pl.lit(None, pl.Float64), reason=pl.lit(PENDING))
+@assertion("select-best", kind=Kind.ACROSS, needs_text=False, negatable=False, uses_judge=True)
+def select_best(g: Graded, spec: AssertionSpec, groups: list[list[dict[str, Any]]]
+                ) -> list[replies.Outcome]:
+    """The judge picks the best output of the test for the criteria: it passes, others fail.
 
-
-@graded("select-best", negatable=False)
-def select_best(g: Graded) -> pl.DataFrame:
-    """The judge picks the best output of the test for the criteria: it passes, others fail."""
-    return _pending(g)
-
-
-@graded("max-score", Value.OPTIONAL, negatable=False)
-def max_score(g: Graded) -> pl.DataFrame:
-    """The output with the highest (weighted) score of the test's other assertions passes."""
-    return _pending(g)
-
-
-def decide_select_best(g: Graded, groups: list[list[dict[str, Any]]]) -> list[replies.Outcome]:
-    """One judge call per group of outputs (the cases of one test row); an outcome per case."""
+    One judge call per group of outputs (the cases of one test row); an outcome per case."""
     messages = _messages(g, prompts.SELECT_BEST)
     criteria = str(g.spec.value)
 
@@ -67,9 +54,14 @@ def decide_select_best(g: Graded, groups: list[list[dict[str, Any]]]) -> list[re
     return out
 
 
-def decide_max_score(value: Any, groups: list[list[dict[str, Any]]]) -> list[replies.Outcome]:
-    """Per group: each case's aggregate of its other scores; the highest one wins."""
-    options = value if isinstance(value, dict) else {}
+@assertion("max-score", kind=Kind.ACROSS, value=Value.OPTIONAL, needs_text=False,
+           negatable=False)
+def max_score(g: Graded | None, spec: AssertionSpec, groups: list[list[dict[str, Any]]]
+              ) -> list[replies.Outcome]:
+    """The output with the highest (weighted) score of the test's other assertions passes.
+
+    Per group: each case's aggregate of its other scores; the highest one wins."""
+    options = spec.value if isinstance(spec.value, dict) else {}
     method, weights = options.get("method", "average"), options.get("weights") or {}
     threshold = options.get("threshold")
     out: list[replies.Outcome] = []
@@ -100,3 +92,4 @@ def decide_max_score(value: Any, groups: list[list[dict[str, Any]]]) -> list[rep
                 out.append((False, 0.0, f"Score {t:.4f}, not the highest" if won
                             else f"Max score {totals[best]:.4f} below threshold {threshold}"))
     return out
+

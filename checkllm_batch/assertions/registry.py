@@ -26,6 +26,9 @@ class Kind(enum.Enum):
     VECTOR = "vector"  # pure Polars expressions over the batch
     DISTINCT = "distinct"  # a library looks at each distinct value of a batch (flagged fallback)
     JUDGE = "judge"  # model-graded: becomes judge requests
+    JUDGE_COST = "judge-cost"  # what the judge spent on the case's other assertions
+    ACROSS = "across"  # decided across the outputs of one test row, after every batch
+    SET = "set"  # its members are planned as assertions; the engine combines their results
 
 
 class Value(enum.Enum):
@@ -125,8 +128,14 @@ class Verdict:
 
 @dataclass(frozen=True)
 class AssertionType:
+    """A registered type. What `fn` is depends on the kind: VECTOR and DISTINCT, Ctx ->
+    Verdict; JUDGE, Graded -> a frame of outcomes (case_id, test_index, passed, score,
+    reason); ACROSS, (Graded or None, spec, groups of the cases of one test row) -> an
+    outcome per case in order, each case a dict of case_id, output and scores (its other
+    assertions' (type, score)). JUDGE_COST is judge/cost.py's."""
+
     name: str
-    fn: Callable[[Ctx], Verdict]
+    fn: Callable[..., Any]
     kind: Kind
     value: Value
     doc: str
@@ -142,12 +151,19 @@ class AssertionType:
     negatable: bool = True
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
     value_aliases: tuple[str, ...] = ()  # fields that may hold the value (CheckLLM: reference, ...)
-    judged: Callable[[AssertionSpec], bool] | None = None  # specs of a vector type a judge grades
+    # specs of a vector type that read the judge's cost for the case instead (JUDGE_COST)
+    judged: Callable[[AssertionSpec], bool] | None = None
     pooled: bool = False  # checks distinct values on the process pool (pool.py)
+    uses_judge: bool = False  # ACROSS: `fn` asks the judge (it is given a Graded)
 
     def kind_for(self, spec: AssertionSpec) -> Kind:
-        """This type's kind for one assertion: some are judged only in some forms."""
-        return Kind.JUDGE if self.judged is not None and self.judged(spec) else self.kind
+        """This type's kind for one assertion: `cost` reads the judge's cost in some forms."""
+        return Kind.JUDGE_COST if self.judged is not None and self.judged(spec) else self.kind
+
+    def needs_judge(self, spec: AssertionSpec) -> bool:
+        """Whether this assertion needs a configured judge (else it ends as an error)."""
+        kind = self.kind_for(spec)
+        return kind in (Kind.JUDGE, Kind.JUDGE_COST) or (kind is Kind.ACROSS and self.uses_judge)
 
 
 # named scores an assertion reports besides its own metric (promptfoo's `namedScores`)

@@ -9,12 +9,12 @@ error makes the set an error). Children's rows are kept in assertion_results wit
 
 from __future__ import annotations
 
-from .registry import Ctx, Value, Verdict, assertion
+from .registry import Ctx, Kind, Value, Verdict, assertion
 
 SET = "assert-set"
 
 
-@assertion(SET, value=Value.NONE, fields=("assert",), required=("assert",), negatable=False,
+@assertion(SET, kind=Kind.SET, value=Value.NONE, fields=("assert",), required=("assert",), negatable=False,
            needs_text=False)
 def assert_set(ctx: Ctx) -> Verdict:
     """Nested assertions with their own threshold, weight and metric."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ..assertions.graded import NO_JUDGE
+from ..assertions.graded import NO_JUDGE, PENDING
 from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
 from ..assertions.values import RowValues
 from ..spec import template
@@ -36,8 +36,10 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
         rows = cases if p.tests is None else cases.filter(pl.col("test_index").is_in(list(p.tests)))
         if rows.height == 0:  # a batch without this assertion's tests (a dataset sorted by test)
             continue
-        if p.kind is Kind.JUDGE:
+        if p.kind in (Kind.JUDGE, Kind.JUDGE_COST):
             parts.append(judge(p, rows) if judge else _error_rows(p, rows, NO_JUDGE))
+        elif p.kind is Kind.ACROSS:  # decided once every batch is stored (judge/across.py)
+            parts.append(_error_rows(p, rows, PENDING))
         elif p.tests is None:
             shared.append(compile_assertion(p, rows, providers))
         else:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..assertions.registry import AssertionType, Kind, lookup
-from ..assertions.sets import SET
 from ..spec import template
 from ..spec.model import AssertionSpec, Suite
 
@@ -58,7 +57,7 @@ def build_plan(suite: Suite) -> Plan:
 
     for test in suite.tests:
         for index, spec in enumerate(test.asserts):
-            if spec.type != SET:
+            if lookup(spec.type).kind is not Kind.SET:
                 add(test.index, index, spec, None)
                 continue
             sets.append((test.index, index, spec.threshold, spec.label, spec.metric, spec.weight,

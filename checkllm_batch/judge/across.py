@@ -10,20 +10,18 @@ import duckdb
 import polars as pl
 
 from ..assertions.graded import NO_JUDGE
-from ..assertions.graded_across import decide_max_score, decide_select_best
+from ..assertions.registry import Kind
 from ..evaluate.engine import combine_tests
 from ..evaluate.plan import Plan, Planned
 from ..store.results import TEST_COLUMNS, frame
 from .hook import JudgeHook, _long
-
-ACROSS = ("select-best", "max-score")
 
 
 def finish_across(con: duckdb.DuckDBPyConnection, run_id: str, plan: Plan,
                   hook: JudgeHook) -> None:
     affected: set[int] = set()
     for p in plan.assertions:
-        if p.spec.type in ACROSS:
+        if p.kind is Kind.ACROSS:
             affected |= _decide(con, run_id, plan, hook, p)
     if affected:
         _retest(con, run_id, plan, sorted(affected))
@@ -36,24 +34,17 @@ def _decide(con, run_id: str, plan: Plan, hook: JudgeHook, p: Planned) -> set[in
     if not cases.height:
         return set()
     grouped = cases.group_by("test_index", "vars", maintain_order=True).agg("case_id", "output")
-    if p.spec.type == "max-score":
-        scores = frame(con, """
-            SELECT case_id, list({'type': type, 'score': score}) AS scores FROM assertion_results
-            WHERE run_id = ? AND type NOT IN ('select-best', 'max-score')
-              AND case_id IN (SELECT unnest(?)) GROUP BY case_id""",
-                       [run_id, cases["case_id"].to_list()])
-        by_case = {c: [(s["type"], s["score"]) for s in ss] for c, ss in scores.iter_rows()}
-        groups = [[{"case_id": c, "scores": by_case.get(c, [])} for c in ids]
-                  for ids in grouped["case_id"].to_list()]
-        outcomes = decide_max_score(p.spec.value, groups)
+    scores = _other_scores(con, run_id, plan, cases)
+    groups = [[{"case_id": c, "output": o, "scores": scores.get(c, [])}
+               for c, o in zip(ids, outs)]
+              for ids, outs in grouped.select("case_id", "output").iter_rows()]
+    if not p.atype.uses_judge:
+        outcomes = p.atype.fn(None, p.spec, groups)
+    elif hook.runner is None:
+        outcomes = [(None, None, NO_JUDGE)] * cases.height
     else:
-        groups = [[{"case_id": c, "output": o} for c, o in zip(ids, outs)]
-                  for ids, outs in grouped.select("case_id", "output").iter_rows()]
-        if hook.runner is None:
-            outcomes = [(None, None, NO_JUDGE)] * cases.height
-        else:
-            model, rubric, _ = next(iter(hook.groups(p, cases)))
-            outcomes = decide_select_best(hook.graded(p, cases, model, rubric, {}), groups)
+        model, rubric, _ = next(iter(hook.groups(p, cases)))
+        outcomes = p.atype.fn(hook.graded(p, cases, model, rubric, {}), p.spec, groups)
     ordered = [c for g in groups for c in g]
     decided = pl.DataFrame(
         {"case_id": [c["case_id"] for c in ordered],
@@ -71,6 +62,26 @@ def _decide(con, run_id: str, plan: Plan, hook: JudgeHook, p: Planned) -> set[in
         FROM update u WHERE a.run_id = ? AND a.case_id = u.case_id
           AND a.assertion_index = u.assertion_index""", [run_id])
     return set(rows["case_id"].to_list())
+
+
+def _other_scores(con, run_id: str, plan: Plan, cases: pl.DataFrame
+                  ) -> dict[int, list[tuple[str, float]]]:
+    """Each case's (type, score) of its assertions that are not decided across cases."""
+    across = [p.key for p in plan.assertions if p.kind is Kind.ACROSS]
+    slots = plan.slots.filter(pl.col("key").is_in(across) & pl.col("parent_index").is_null())
+    rows = frame(con, "SELECT case_id, assertion_index, parent_index, type, score "
+                 "FROM assertion_results WHERE run_id = ? AND case_id IN (SELECT unnest(?))",
+                 [run_id, cases["case_id"].to_list()])
+    rows = (rows.join(cases.select("case_id", pl.col("test_index").cast(pl.Int32)), on="case_id")
+            .join(slots.select("test_index", "assertion_index",
+                               pl.col("parent_index").cast(pl.Int32)),
+                  on=["test_index", "assertion_index", "parent_index"], how="anti",
+                  nulls_equal=True))
+    out: dict[int, list[tuple[str, float]]] = {}
+    for case, kind, score in rows.sort("case_id", "assertion_index").select(
+            "case_id", "type", "score").iter_rows():
+        out.setdefault(case, []).append((kind, score))
+    return out
 
 
 def _retest(con, run_id: str, plan: Plan, case_ids: list[int]) -> None:

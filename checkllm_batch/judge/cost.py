@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import Kind
 from ..spec import template
 
@@ -19,17 +18,11 @@ if TYPE_CHECKING:
     from ..evaluate.plan import Planned
     from .hook import JudgeHook
 
-ACROSS = {"cost", "select-best", "max-score"}
-
-
 def judge_cost(hook: JudgeHook, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
     from .hook import _long
 
-    if hook.runner is None:
-        return _long(p, rows.select("case_id", "test_index", passed=pl.lit(None, pl.Boolean),
-                                    score=pl.lit(None, pl.Float64), reason=pl.lit(NO_JUDGE)))
     for q in hook.plan.assertions:  # grade the others first (memoised: graded once a batch)
-        if q.kind is Kind.JUDGE and q.spec.type not in ACROSS:
+        if q.kind is Kind.JUDGE:
             hook(q, rows if q.tests is None else rows.filter(pl.col("test_index").is_in(q.tests)))
     limit = (template.text(p.spec.value, rows).cast(pl.Float64, strict=False)
              if p.spec.value is not None else pl.lit(float(p.spec.threshold))).alias("limit")

@@ -12,14 +12,12 @@ from typing import Any
 import polars as pl
 
 from ..assertions.graded import NO_JUDGE
+from ..assertions.registry import Kind
 from ..evaluate.engine import RESULT_SCHEMA
 from ..evaluate.plan import Plan, Planned
 from .config import JudgeConfig
 from .grading import OUTCOME_SCHEMA, Graded
 from .runner import Runner
-
-NO_OUTPUT_GRADING = {"select-best", "max-score", "cost"}  # do not grade the output itself
-NEEDS_NO_JUDGE = {"max-score"}
 
 
 class JudgeHook:
@@ -44,17 +42,15 @@ class JudgeHook:
         return self.memo[key]
 
     def _grade(self, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
-        if p.spec.type == "cost":
+        if self.runner is None:
+            return _long(p, rows.select("case_id", "test_index", passed=pl.lit(None, pl.Boolean),
+                                        score=pl.lit(None, pl.Float64), reason=pl.lit(NO_JUDGE)))
+        if p.kind is Kind.JUDGE_COST:
             from .cost import judge_cost
 
             return judge_cost(self, p, rows)
-        if self.runner is None and p.spec.type not in NEEDS_NO_JUDGE:
-            return _long(p, rows.select("case_id", "test_index", passed=pl.lit(None, pl.Boolean),
-                                        score=pl.lit(None, pl.Float64), reason=pl.lit(NO_JUDGE)))
-        grade_rows, null_rows = rows, rows.clear()
-        if p.spec.type not in NO_OUTPUT_GRADING:
-            null_rows = rows.filter(pl.col("output_kind") == "null")
-            grade_rows = rows.filter(pl.col("output_kind") != "null")
+        null_rows = rows.filter(pl.col("output_kind") == "null")
+        grade_rows = rows.filter(pl.col("output_kind") != "null")
         parts = [null_rows.select("case_id", "test_index", passed=pl.lit(False),
                                   score=pl.lit(0.0), reason=pl.lit("output is null"))]
         for (model, rubric, options), tests in self.groups(p, grade_rows).items():
@@ -71,8 +67,8 @@ class JudgeHook:
                options: dict[str, Any]) -> Graded:
         threshold = p.spec.threshold if p.spec.threshold is not None \
             else p.atype.default_threshold
-        assert self.runner is not None or p.spec.type in NEEDS_NO_JUDGE
-        return Graded(p.spec, rows, threshold, self.runner, self.config,  # type: ignore[arg-type]
+        assert self.runner is not None
+        return Graded(p.spec, rows, threshold, self.runner, self.config,
                       model or self.config.model or "", rubric, options)
 
     def groups(self, p: Planned, rows: pl.DataFrame) -> dict[tuple, list[int]]:

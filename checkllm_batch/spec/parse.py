@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..assertions.registry import Value, lookup
-from ..assertions.sets import SET
+from ..assertions.registry import Kind, Value, lookup
 from ..errors import ConfigError, Where, did_you_mean
 from ..judge.config import JudgeConfig
 from . import promptkit, schema, template
@@ -218,7 +217,7 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
     if negate and not atype.negatable:
         problems.add(where, f'"{kind}": {name} has no not- form')
         return None
-    if nested and atype.name == SET:
+    if nested and atype.kind is Kind.SET:
         problems.add(where, "an assert-set cannot contain another assert-set")
         return None
     fields = dict(raw)
@@ -239,7 +238,7 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
         problems.add(where, f"{name} takes no value")
     threshold, weight = fields.get("threshold"), fields.get("weight", 1)
     children = _children(args.pop("assert", None), index, vars_, base, test_where, problems) \
-        if atype.name == SET else ()
+        if atype.kind is Kind.SET else ()
     config = fields.get("config")
     if isinstance(config, dict):  # declared tools may live in a file, as in promptfoo
         fields["config"] = {k: _load_value(v, base, where, problems) if k in TOOL_KEYS else v

@@ -20,7 +20,6 @@ from .assertions import pool
 from .errors import InputError, Interrupted
 from .evaluate.engine import evaluate_batch
 from .evaluate.plan import build_plan
-from .judge.config import JudgeConfig
 from .judge.protocol import Judge
 from .load.cases import CaseBuilder
 from .load.outputs import (
@@ -32,10 +31,13 @@ from .load.outputs import (
     row_count,
     skip_rows,
 )
+from .metrics import named
 from .progress import RunProgress
+from .spec.judge import JudgeConfig
 from .spec.model import Suite
 from .spec.parse import load_suite
 from .store import results as store
+from .store.across import finish_across
 
 BATCH_ROWS = 100_000
 # a RecordBatchReader is taken as read by load.outputs (reserved names already checked)
@@ -104,7 +106,6 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     Model-graded assertions go to the judge of `judge_config` (default: the suite's
     `judge:` block), through `judge` if given (else the OpenAI-compatible client).
     `resume` re-runs the run of that id in place: no judge call already answered is sent."""
-    from .judge.across import finish_across
     from .judge.session import close_hook, open_hook
 
     if not isinstance(suite, Suite):
@@ -150,7 +151,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
             pending.result()
         with store.transaction(con):  # judged across cases, metrics, `finished`: all or none
             finish_across(con, run_id, plan, hook)
-            store.finish_run(con, run_id, suite)
+            named.compute(con, run_id, suite)
+            store.finish_run(con, run_id)
     except BaseException as e:
         with _no_sigint():  # a second Ctrl-C must not leave the run `running`
             writer.shutdown(wait=True, cancel_futures=True)

@@ -75,8 +75,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
     Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
-    from .judge.config import JudgeConfig
     from .load.filters import Filters
+    from .spec.judge import JudgeConfig
     from .spec.parse import load_suite
 
     spec = load_suite(suite_path(suite, config_path))

@@ -16,6 +16,15 @@ def test_ruff_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_layers_point_one_way():
+    """.importlinter: cli -> api -> analysis -> metrics -> store -> judge -> evaluate ->
+    assertions / load -> spec; nothing imports a layer above its own."""
+    lint = ROOT / ".venv" / "bin" / "lint-imports"
+    proc = subprocess.run([str(lint) if lint.exists() else "lint-imports"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+
+
 def test_no_merge_conflict_markers():
     markers = ("<<<<<<< ", ">>>>>>> ")
     offenders = [

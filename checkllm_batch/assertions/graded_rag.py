@@ -106,9 +106,7 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
         stage1 = g.ask(items, first)
         statements: list[list[str] | str] = []
         for reply in stage1:
-            from ..judge.grading import failure
-
-            why = failure(reply)
+            why = replies.failure(reply)
             lines = [] if why else [ln.strip() for ln in (reply.text or "").splitlines()
                                     if ln.strip()]
             statements.append(why or (lines if lines else "judge extracted no statements"))
@@ -147,14 +145,12 @@ def answer_relevance(g: Graded) -> pl.DataFrame:
     messages = _messages(g, prompts.ANSWER_RELEVANCE)
 
     def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
-        from ..judge.grading import failure
-
         def ask(item):
             return _needs(item, "query", "a `query` (or vars.query, or the prompt)") or \
                 g.chat(prompts.render(messages, {"answer": item["output"]}))
         questions = g.ask(items, ask)
         texts = [r if isinstance(r, str) else r.text for r in questions]
-        pairs = [{"item": i, "query": i["query"], "question": q, "why": failure(r)}
+        pairs = [{"item": i, "query": i["query"], "question": q, "why": replies.failure(r)}
                  for i, q, r in zip(items, texts, questions)]
         vectors = g.runner.run([g.embed(t) for p in pairs if not p["why"]
                                 for t in (p["query"], p["question"])])
@@ -165,7 +161,7 @@ def answer_relevance(g: Graded) -> pl.DataFrame:
                 continue
             a, b = vectors[g.embed(p["query"]).hash], vectors[g.embed(p["question"]).hash]
             g.attribute(p["item"], a, b)
-            why = failure(a) or failure(b)
+            why = replies.failure(a) or replies.failure(b)
             if why:
                 out.append((None, None, why))
                 continue
@@ -188,14 +184,12 @@ def g_eval(g: Graded) -> pl.DataFrame:
         else prompts.GEVAL_EVALUATE
 
     def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
-        from ..judge.grading import failure
-
         step_replies = g.runner.run([g.chat(prompts.render(steps_prompt, {"criteria": str(c)}))
                                      for c in criteria])
         steps: dict[str, list[str] | str] = {}
         for c in criteria:
             reply = step_replies[g.chat(prompts.render(steps_prompt, {"criteria": str(c)})).hash]
-            why = failure(reply)
+            why = replies.failure(reply)
             try:
                 steps[str(c)] = why or replies.geval_steps(reply.text or "")
             except replies.Unparsable as e:
@@ -239,8 +233,6 @@ def _similar(g: Graded, metric: str) -> pl.DataFrame:
         return min(1.0, max(0.0, sim)), sim >= threshold - 1e-9, f"{metric} similarity {sim:.4f}"
 
     def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
-        from ..judge.grading import failure
-
         def expected(item):
             return values if values is not None else [item["value"]]
         texts = {t for i in items for t in [i["output"], *expected(i)] if t}
@@ -253,10 +245,10 @@ def _similar(g: Graded, metric: str) -> pl.DataFrame:
             mine = vectors[g.embed(item["output"]).hash]
             g.attribute(item, mine, *(vectors.get(g.embed(t).hash) for t in expected(item) if t))
             best: tuple[float, bool, str] | None = None
-            why = failure(mine)
+            why = replies.failure(mine)
             for text in expected(item):
                 other = vectors.get(g.embed(text).hash) if text else None
-                why = why or (failure(other) if other else "empty expected value")
+                why = why or (replies.failure(other) if other else "empty expected value")
                 if why:
                     break
                 result = measure(mine.vector, other.vector)
@@ -332,11 +324,9 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
 
     def tally(answers: list) -> tuple[int, list[str]] | str:
         """(relevant windows, the judge's reasons for the others), or why there is none."""
-        from ..judge.grading import failure
-
         relevant, irrelevant = 0, []
         for reply in answers:
-            why = failure(reply)
+            why = replies.failure(reply)
             if why:
                 return why
             try:
@@ -359,8 +349,6 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
             "irrelevancies": json.dumps(pair["irrelevant"], indent=2, ensure_ascii=False)}))
 
     def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
-        from ..judge.grading import failure
-
         turns = [_turns(item) for item in items]
         windows = [{"item": item, "window": t[max(0, i - size + 1):i + 1]}
                    for item, t in zip(items, turns) if not isinstance(t, str)
@@ -378,7 +366,7 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
                 continue
             reason = f"{c[0]} out of {len(t)} conversation windows were relevant"
             reply = summaries.get(id(item))
-            if reply is not None and not failure(reply):
+            if reply is not None and not replies.failure(reply):
                 try:
                     reason = replies.first_json_object(reply.text or "").get("reason") or reason
                 except replies.Unparsable:  # the count says it: keep that reason

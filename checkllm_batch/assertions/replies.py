@@ -17,6 +17,16 @@ class Unparsable(ValueError):
     pass
 
 
+def failure(reply: Any) -> str | None:
+    """Why this reply (a judge Reply, or a string saying why there is none) cannot be used,
+    or None."""
+    if isinstance(reply, str):
+        return reply
+    if not reply.ok:
+        return reply.error if reply.error == "budget exhausted" else f"judge: {reply.error}"
+    return None
+
+
 def first_json_object(text: str) -> dict[str, Any]:
     """The first JSON object in the reply: whole text, a code fence, or embedded."""
     for candidate in [text, *_FENCE.findall(text)]:

@@ -8,10 +8,10 @@ from typing import Any, Callable
 
 import polars as pl
 
-from ..assertions.replies import Outcome, Unparsable
+from ..assertions.replies import Outcome, Unparsable, failure
 from ..spec import template
+from ..spec.judge import JudgeConfig
 from ..spec.model import AssertionSpec
-from .config import JudgeConfig
 from .protocol import Reply, Request, chat, embedding
 from .runner import Runner
 
@@ -117,13 +117,4 @@ class Graded:
         """This reply could not be read: never serve it from the cache again."""
         if isinstance(reply, Reply):
             self.runner.unparsed(reply)
-
-
-def failure(reply: Reply | str) -> str | None:
-    """Why this reply cannot be used, or None."""
-    if isinstance(reply, str):
-        return reply
-    if not reply.ok:
-        return reply.error if reply.error == "budget exhausted" else f"judge: {reply.error}"
-    return None
 

@@ -15,7 +15,7 @@ from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import Kind
 from ..evaluate.engine import RESULT_SCHEMA
 from ..evaluate.plan import Plan, Planned
-from .config import JudgeConfig
+from ..spec.judge import JudgeConfig
 from .grading import OUTCOME_SCHEMA, Graded
 from .runner import Runner
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from tenacity import Retrying, retry_if_exception, wait_exponential_jitter
 from tqdm import tqdm
 
+from ..spec.judge import JudgeConfig
 from .budget import EXHAUSTED, Budget
-from .config import JudgeConfig
 from .ledger import Ledger
 from .limiter import Limiter
 from .protocol import Judge, JudgeError, Reply, Request

@@ -10,12 +10,12 @@ a row without calls), tools (JSON text or null), and `var.<name>` for each var a
 from __future__ import annotations
 
 import json
+from typing import Protocol
 
 import polars as pl
 import pyarrow as pa
 
 from ..errors import InputError, did_you_mean
-from ..evaluate.plan import Plan
 from ..spec import template
 from ..spec.model import Suite
 
@@ -24,6 +24,14 @@ CORE = {"output", "output_kind", "test_id", "__test_index", "provider", "prompt"
 _NUMERIC = ("latency_ms", "cost")
 _NUMBER = r"(?:-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|null)"
 _NUMBER_LIST = rf"^\s*\[\s*(?:{_NUMBER}(?:\s*,\s*{_NUMBER})*)?\s*\]\s*$"
+
+
+class Plan(Protocol):
+    """What cases are built for (evaluate.plan.Plan): the suite, and the vars its templates
+    read."""
+
+    suite: Suite
+    template_vars: frozenset[str]
 
 
 class CaseBuilder:

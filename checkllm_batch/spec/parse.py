@@ -10,8 +10,8 @@ from typing import Any
 
 from ..assertions.registry import Kind, Value, lookup
 from ..errors import ConfigError, Where, did_you_mean
-from ..judge.config import JudgeConfig
 from . import promptkit, schema, template
+from .judge import JudgeConfig
 from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
 from .problems import validate
 from .yaml12 import load_yaml
@@ -338,7 +338,7 @@ def _metric(value: Any, vars_: dict) -> str | None:
 
 
 def _check_derived_names(suite: Suite, path: Path) -> None:
-    from ..metrics.derived import check_expressions
+    from .derived import check_expressions
 
     problems = check_expressions(suite)
     if problems:

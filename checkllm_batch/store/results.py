@@ -18,7 +18,6 @@ import duckdb
 import polars as pl
 
 from ..errors import InputError
-from ..metrics.derived import derived_query
 from ..spec.model import Suite
 from .schema import migrate, pending
 
@@ -200,26 +199,8 @@ def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
                     "AND outputs_hash IS NULL", {"run": run_id, "hash": outputs_hash()})
 
 
-def finish_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite) -> None:
-    """Named metrics (sums over cases, SPEC §3) and derived metrics, all in SQL."""
-    con.execute("""
-        INSERT INTO named_metrics
-        SELECT a.run_id, c.provider, c.prompt, a.metric,
-               SUM(a.score * CASE WHEN a.metric_only THEN 1 ELSE a.weight END),
-               SUM(CASE WHEN a.metric_only THEN 1 ELSE a.weight END), COUNT(*)
-        FROM (SELECT run_id, case_id, metric, score, weight, metric_only, status
-              FROM assertion_results WHERE run_id = $run
-              UNION ALL  -- each named score of a result (a GradingResult's namedScores)
-              SELECT run_id, case_id, n.metric, n.score, weight, metric_only, status
-              FROM (SELECT *, unnest(named_scores) AS n FROM assertion_results
-                    WHERE run_id = $run AND named_scores IS NOT NULL)
-              WHERE n.metric IS DISTINCT FROM metric) a
-        JOIN cases c USING (run_id, case_id)
-        WHERE a.metric IS NOT NULL AND a.status IN ('pass', 'fail')
-        GROUP BY ALL""", {"run": run_id})
-    if suite.derived_metrics:
-        con.execute(f"INSERT INTO derived_metrics SELECT $run, * FROM ({derived_query(suite)})",
-                    {"run": run_id})
+def finish_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """The run is finished: its case count recorded."""
     con.execute("""
         UPDATE runs SET status = 'finished', finished_at = current_timestamp,
                cases = (SELECT COUNT(*) FROM cases WHERE run_id = $run)

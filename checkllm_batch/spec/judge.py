@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter
 
 from ..errors import ConfigError, Where
-from ..spec.problems import validate
-from ..spec.schema import Number, Str
+from .problems import validate
+from .schema import Number, Str
 
 Positive = Annotated[Number, Field(gt=0)]
 NonNegative = Annotated[Number, Field(ge=0)]

@@ -7,6 +7,7 @@ import polars as pl
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from .pool import workers
 from .registry import Ctx, Verdict, assertion
 from .text import quoted
 
@@ -18,11 +19,12 @@ def _utf16(text: str) -> list[int]:
 
 
 def _distances(pairs: pl.Series) -> pl.Series:
-    """Levenshtein distance of each (a, b) pair, in one rapidfuzz call on all cores."""
+    """Levenshtein distance of each (a, b) pair, in one rapidfuzz call on the cores this
+    process may use ($CHECKLLM_WORKERS: 1 in a cluster task)."""
     left = pairs.struct.field("a").fill_null("")
     right = pairs.struct.field("b").fill_null("")
     scores = process.cpdist(left.to_list(), right.to_list(), scorer=Levenshtein.distance,
-                            workers=-1, dtype=np.float64)
+                            workers=workers(), dtype=np.float64)
     # promptfoo counts UTF-16 code units: redo the few rows holding astral characters.
     non_ascii = (left.str.len_bytes() != left.str.len_chars()) | (
         right.str.len_bytes() != right.str.len_chars())

@@ -1,0 +1,187 @@
+"""--engine ray: the evaluation of a Parquet dataset on a Ray cluster.
+
+The driver plans fragments from the files' footers, one Ray task evaluates each into
+Parquet shards, and with a database the shards are loaded into it as one run, which ends
+as the single-machine run ends (named and derived metrics, status `finished`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import polars as pl
+
+from ..errors import CheckLLMError, InputError, Interrupted, did_you_mean
+from ..evaluate.plan import Plan, build_plan
+from ..spec.model import Suite
+from ..store import results as store
+from .batch import TABLES
+from .fragments import Fragment, parquet_files, plan_fragments
+from .shards import done, run_fragment, shard_path
+
+# one evaluating process per task, and the libraries that fan out to every core kept to it
+TASK_ENV = {"CHECKLLM_WORKERS": "1", "POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1",
+            "RAYON_NUM_THREADS": "1"}
+MANIFEST = "manifest.json"
+
+
+def check_supported(plan: Plan) -> None:
+    """What the Ray engine cannot run yet is an error before any work starts."""
+    from ..assertions.registry import Kind
+
+    for p in plan.assertions:
+        if p.kind is Kind.JUDGE:
+            test = next(t for t in plan.suite.tests if p.tests is None or t.index in p.tests)
+            raise InputError(
+                f"{plan.suite.path}: test {test.description or test.index!r}: {p.spec.type} "
+                "(model-graded) is not supported on Ray yet (--engine ray); run this suite "
+                "with the single-machine engine")
+
+
+ENGINES = ("local", "ray")
+
+
+def evaluate_on(engine: str, suite: Suite, outputs: Any, *, db: str | Path | None = ":memory:",
+                batch_rows: int = 100_000, config: dict[str, Any] | None = None,
+                resume: str | None = None, results: str | None = None):
+    """api.evaluate's `engine=`: the engines other than the single-machine one."""
+    if engine != "ray":
+        raise InputError(f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}; "
+                         f"engines are: {', '.join(ENGINES)}")
+    return evaluate_ray(suite, outputs, db=db, results=results, batch_rows=batch_rows,
+                        config=config, resume=resume)
+
+
+def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory:",
+                 results: str | None = None, batch_rows: int = 100_000,
+                 config: dict[str, Any] | None = None, num_cpus: int | None = None,
+                 resume: str | None = None):
+    """Evaluate a Parquet dataset (a file, a directory or a glob; local or a URI) on Ray.
+    Shards go to `results` (kept) or a temporary directory (removed); with `db` they are
+    loaded into it and the Run is returned, else the manifest of the shards. `resume`
+    takes up a stopped run of `db` again: the fragments whose shards it wrote are kept."""
+    if not isinstance(outputs, (str, Path)):
+        raise InputError("--engine ray reads Parquet files: give a path, a directory or a "
+                         "glob (e.g. 'outputs/*.parquet')")
+    check_supported(build_plan(suite))
+    source = str(outputs)
+    fs, files = parquet_files(source)
+    fragments = plan_fragments(fs, files, batch_rows)
+    if not fragments:
+        raise InputError(f"{source}: no rows")
+    con = store.connect(db) if db is not None else None
+    if results is not None and "://" not in results:
+        results = os.path.abspath(results)
+    if resume:
+        results = _resumable(con, resume, source)
+    with _results_dir(results) as directory:
+        manifest = _manifest(directory, source, fragments)
+        if con is None:
+            _run_tasks(suite, source, fragments, directory, batch_rows, num_cpus)
+            return manifest
+        run_id = store.resume_run(con, resume) if resume else store.start_run(
+            con, suite, source, {**(config or {}), "engine": "ray", "results": results})
+        try:
+            _run_tasks(suite, source, fragments, directory, batch_rows, num_cpus)
+            _load(con, run_id, directory, fragments)
+            store.finish_run(con, run_id, suite)
+        except BaseException as e:
+            interrupted = isinstance(e, KeyboardInterrupt)
+            store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
+                           "interrupted" if interrupted else "failed")
+            if interrupted:
+                raise Interrupted(run_id) from e
+            raise
+    from ..api import Run
+
+    return Run(con, run_id)
+
+
+def _resumable(con, run_id: str, source: str) -> str:
+    """The shards directory of a Ray run to resume (it must have kept them: --results)."""
+    if con is None:
+        raise InputError("--resume needs the results database (--db) of the run")
+    row = con.execute("SELECT config, outputs_path FROM runs WHERE run_id = ?",
+                      [run_id]).fetchall()
+    if not row:
+        raise InputError(f"no run {run_id!r} in the database to resume")
+    config, outputs = json.loads(row[0][0] or "{}"), row[0][1]
+    if config.get("engine") != "ray" or not config.get("results"):
+        raise InputError(f"run {run_id!r} kept no shards (it ran without --engine ray "
+                         "--results DIR): resume it with the engine it ran on")
+    if outputs != source:
+        raise InputError(f"run {run_id!r} scored {outputs}, not {source}")
+    return config["results"]
+
+
+@contextmanager
+def _results_dir(results: str | None) -> Iterator[str]:
+    if results is not None:
+        yield results
+        return
+    with tempfile.TemporaryDirectory(prefix="checkllm-ray-") as directory:
+        yield directory
+
+
+def _manifest(directory: str, source: str, fragments: list[Fragment]) -> dict:
+    """The fragments of this run, written beside the shards; shards already there are
+    kept only when they belong to the same fragments (a resumed run)."""
+    manifest = {"outputs": source, "fragments": [f.record() for f in fragments]}
+    path = Path(directory) / MANIFEST
+    if path.exists() and json.loads(path.read_text()) != manifest:
+        raise InputError(f"{directory}: holds the shards of another dataset or batch size; "
+                         "give an empty --results directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+def _run_tasks(suite: Suite, source: str, fragments: list[Fragment], directory: str,
+               batch_rows: int, num_cpus: int | None) -> list[dict]:
+    """One task per fragment not yet in `directory`; Ray retries a task whose worker dies."""
+    try:
+        import ray
+    except ModuleNotFoundError:
+        raise InputError("--engine ray needs Ray: pip install 'checkllm-batch[ray]'") from None
+
+    started = _connect(ray, num_cpus)
+    try:
+        task = ray.remote(run_fragment).options(
+            num_cpus=1, max_retries=3, runtime_env={"env_vars": TASK_ENV})
+        suite_ref = ray.put(suite)
+        todo = [f for f in fragments if not done(directory, f.index)]
+        try:
+            return ray.get([task.remote(suite_ref, source, f, directory, batch_rows)
+                            for f in todo])
+        except ray.exceptions.RayTaskError as e:
+            if isinstance(e.cause, CheckLLMError):  # a bad row group: our one-line error
+                raise e.cause from None
+            raise
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _connect(ray, num_cpus: int | None) -> bool:
+    """Join the cluster of RAY_ADDRESS (or the one this process is in), else start a local
+    one on this machine's cores (or `num_cpus`). True when this call started Ray."""
+    if ray.is_initialized():
+        return False
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(log_to_driver=False, logging_level=logging.WARNING)
+    else:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.WARNING)
+    return True
+
+
+def _load(con, run_id: str, directory: str, fragments: list[Fragment]) -> None:
+    """The shards into the run's tables, fragment by fragment in case order."""
+    for f in fragments:
+        frames = [pl.read_parquet(shard_path(directory, t, f.index)) for t in TABLES]
+        store.append(con, run_id, *frames)

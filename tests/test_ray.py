@@ -166,3 +166,31 @@ def test_cli(dataset, tmp_path, extra, code, text):
     done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == code, done.stderr
     assert re.search(text, done.stdout + done.stderr)
+
+
+DIES_ONCE = '''
+import os
+from pathlib import Path
+
+def dies_once(output, context):
+    """Kills the Ray worker running it, the first time it sees the trigger row."""
+    marker = Path(__file__).with_name("died")
+    if output == "trigger" and not marker.exists():
+        marker.write_text(str(os.getpid()))
+        os._exit(1)
+    return True
+'''
+
+
+def test_a_lost_worker_is_retried_and_every_case_evaluated_once(cluster, tmp_path):
+    (tmp_path / "checks.py").write_text(DIES_ONCE)
+    suite = write_suite(tmp_path, {"tests": [{"description": "t", "assert": [
+        {"type": "python", "value": "file://checks.py:dies_once"}]}]})
+    rows = pl.DataFrame({"output": [f"o{i}" for i in range(3_000)]}).with_columns(
+        output=pl.when(pl.int_range(3_000) == 2_500).then(pl.lit("trigger"))
+        .otherwise("output"))
+    pq.write_table(rows.to_arrow(), tmp_path / "o.parquet", row_group_size=500)
+    run = cb.evaluate(suite, str(tmp_path / "o.parquet"), engine="ray", batch_rows=1_000)
+    assert (tmp_path / "died").exists()  # a worker did die
+    assert run.test_results["case_id"].to_list() == list(range(3_000))
+    assert set(run.test_results["status"]) == {"pass"}

@@ -107,8 +107,11 @@ def test_shards_only_then_loaded_and_resumed(cluster, dataset, tmp_path):
                        batch_rows=6_000)
     one = cb.evaluate(suite, frame.to_arrow())
     assert run.test_results.equals(one.test_results)
-    with pytest.raises(InputError, match="shards of another dataset"):
+    with pytest.raises(InputError, match="shards of another suite, dataset or batch size"):
         evaluate_ray(suite, str(root), db=None, results=shards, batch_rows=5_000)
+    other = cb.load(write_suite(tmp_path, {**SUITE, "derivedMetrics": []}, "other.yaml"))
+    with pytest.raises(InputError, match="shards of another suite"):
+        evaluate_ray(other, str(root), db=None, results=shards, batch_rows=6_000)
 
 
 def test_the_pure_batch_function_gives_the_stored_rows(dataset, tmp_path):
@@ -194,3 +197,24 @@ def test_a_lost_worker_is_retried_and_every_case_evaluated_once(cluster, tmp_pat
     assert (tmp_path / "died").exists()  # a worker did die
     assert run.test_results["case_id"].to_list() == list(range(3_000))
     assert set(run.test_results["status"]) == {"pass"}
+
+
+def test_resume_an_interrupted_run_from_its_shards(cluster, dataset, tmp_path):
+    from checkllm_batch.store import results as store
+
+    root, frame = dataset
+    suite = cb.load(write_suite(tmp_path, SUITE))
+    db, shards = tmp_path / "r.duckdb", str(tmp_path / "shards")
+    first = evaluate_ray(suite, str(root), db=db, results=shards, batch_rows=6_000)
+    store.fail_run(first.con, first.run_id, "KeyboardInterrupt", "interrupted")
+    (tmp_path / "shards" / "cases" / "part-000002.parquet").unlink()
+    first.con.close()
+    again = evaluate_ray(suite, str(root), db=db, resume=first.run_id, batch_rows=6_000)
+    assert again.run_id == first.run_id
+    assert again.con.execute("SELECT status, cases FROM runs").fetchall() == [
+        ("finished", ROWS)]
+    assert again.test_results.equals(cb.evaluate(suite, frame.to_arrow()).test_results)
+    without = cb.evaluate(suite, frame.head(10).to_arrow(), db=db)  # a run without shards
+    without.con.close()
+    with pytest.raises(InputError, match="kept no shards"):
+        evaluate_ray(suite, str(root), db=db, resume=without.run_id)

@@ -6,6 +6,7 @@ as the single-machine run ends (named and derived metrics, status `finished`).""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ from ..evaluate.plan import Plan, build_plan
 from ..spec.model import Suite
 from ..store import results as store
 from .batch import TABLES
-from .fragments import Fragment, parquet_files, plan_fragments
+from .fragments import Fragment, filesystem, parquet_files, plan_fragments
 from .shards import done, run_fragment, shard_path
 
 # one evaluating process per task, and the libraries that fan out to every core kept to it
@@ -80,7 +81,7 @@ def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory
     if resume:
         results = _resumable(con, resume, source)
     with _results_dir(results) as directory:
-        manifest = _manifest(directory, source, fragments)
+        manifest = _manifest(directory, suite, source, fragments)
         if con is None:
             _run_tasks(suite, source, fragments, directory, batch_rows, num_cpus)
             return manifest
@@ -128,16 +129,21 @@ def _results_dir(results: str | None) -> Iterator[str]:
         yield directory
 
 
-def _manifest(directory: str, source: str, fragments: list[Fragment]) -> dict:
-    """The fragments of this run, written beside the shards; shards already there are
-    kept only when they belong to the same fragments (a resumed run)."""
-    manifest = {"outputs": source, "fragments": [f.record() for f in fragments]}
-    path = Path(directory) / MANIFEST
-    if path.exists() and json.loads(path.read_text()) != manifest:
-        raise InputError(f"{directory}: holds the shards of another dataset or batch size; "
-                         "give an empty --results directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest, indent=1))
+def _manifest(directory: str, suite: Suite, source: str, fragments: list[Fragment]) -> dict:
+    """The suite and fragments of this run, written beside the shards; shards already
+    there are kept only when they come from the same suite and fragments (a resumed run)."""
+    spec = json.dumps(suite.to_json(), sort_keys=True, default=str).encode()
+    manifest = {"outputs": source, "suite": hashlib.sha256(spec).hexdigest(),
+                "fragments": [f.record() for f in fragments]}
+    fs, path = filesystem(f"{directory.rstrip('/')}/{MANIFEST}")
+    if fs.get_file_info(path).is_file:
+        with fs.open_input_stream(path) as f:
+            if json.loads(f.read()) != manifest:
+                raise InputError(f"{directory}: holds the shards of another suite, dataset or "
+                                 "batch size; give an empty --results directory")
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as f:
+        f.write(json.dumps(manifest, indent=1).encode())
     return manifest
 
 

@@ -100,7 +100,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     if engine != "local":
         from .distributed import evaluate_on
         return evaluate_on(engine, suite, outputs, db=db, batch_rows=batch_rows,
-                           config=config, resume=resume)
+                           config=config, resume=resume, judge_config=judge_config,
+                           judge=judge)
     judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     plan = build_plan(suite)
     source, batches, total = _batches(suite, outputs, batch_rows)

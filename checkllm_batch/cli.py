@@ -95,7 +95,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
         from .distributed.command import eval_on_ray
 
         run = eval_on_ray(spec, outputs, db=_db_given(db, results), results=results,
-                          batch_rows=batch_rows, resume=resume, refused={
+                          batch_rows=batch_rows, resume=resume, judge_config=judge_config,
+                          refused={
                               "--results without --engine ray": engine != "ray",
                               "--filter-*": bool(filters), "--dry-run": dry_run})
         return _report(run, output_path, db, fmt)

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import ray
 from conftest import write_suite
+from judge_server import JudgeServer, rubric_reply
 
 import checkllm_batch as cb
 from checkllm_batch.distributed import evaluate_frames, evaluate_ray
@@ -124,8 +125,6 @@ def test_the_pure_batch_function_gives_the_stored_rows(dataset, tmp_path):
 
 
 REFUSED = [  # (suite, outputs, error)
-    ({"tests": [{"assert": [{"type": "llm-rubric", "value": "polite"}]}]}, "part-0.parquet",
-     "llm-rubric \\(model-graded\\) is not supported on Ray yet"),
     ({"tests": [{"description": "pick", "assert": [{"type": "select-best", "value": "best"}]}]},
      "part-0.parquet", "test 'pick': select-best .* not supported on Ray yet"),
     ({"tests": [{"assert": [{"type": "max-score"}]}]}, "part-0.parquet",
@@ -218,3 +217,67 @@ def test_resume_an_interrupted_run_from_its_shards(cluster, dataset, tmp_path):
     without.con.close()
     with pytest.raises(InputError, match="kept no shards"):
         evaluate_ray(suite, str(root), db=db, resume=without.run_id)
+
+
+JUDGED = """
+judge:
+  model: gpt-4o-mini
+  api_key_env: CHECKLLM_TEST_JUDGE_KEY
+tests:
+  - description: t
+    assert:
+      - type: llm-rubric
+        value: the answer is good
+      - type: g-eval
+        value: the answer is coherent
+      - type: contains
+        value: answer
+"""
+
+
+def answer(body: dict) -> str:
+    """llm-rubric as the default grader; g-eval's steps, then a score of 8 or 2."""
+    text = "\n".join(m["content"] for m in body["messages"])
+    if '{"steps"' in text:
+        return '{"steps": ["read it", "judge it"]}'
+    if "Evaluation steps:" in text:
+        return '{"score": 8, "reason": "coherent"}' if "good" in text else '{"score": 2}'
+    return rubric_reply(body)
+
+
+def test_model_graded_through_the_driver_only(cluster, tmp_path, monkeypatch):
+    """Workers record judge requests; the driver sends each distinct one once, through the
+    run's runner (g-eval: two rounds, steps then scores); the verdicts are the
+    single-machine run's; a second run sends nothing."""
+
+    from checkllm_batch.judge import JudgeConfig
+
+    monkeypatch.setenv("CHECKLLM_TEST_JUDGE_KEY", "sk-test-SECRET")
+    n, distinct = 600, 90
+    frame = pl.DataFrame({"test_id": ["t"] * n, "output": [
+        f"{'good' if i % distinct % 3 else 'bad'} answer {i % distinct} ✓" for i in range(n)]})
+    for k, part in enumerate((frame.head(250), frame.tail(350))):
+        pq.write_table(part.to_arrow(), tmp_path / f"o-{k}.parquet", row_group_size=100)
+    suite = write_suite(tmp_path, JUDGED)
+    server = JudgeServer(answer=answer).start()
+    try:
+        judge = JudgeConfig(model="gpt-4o-mini", base_url=server.url,
+                            api_key_env="CHECKLLM_TEST_JUDGE_KEY", concurrency=4,
+                            backoff_initial=0.01, backoff_max=0.5)
+        db = tmp_path / "r.duckdb"
+        many = cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray", db=db,
+                           batch_rows=100, judge_config=judge)
+        assert set(server.bodies.values()) == {1}  # each distinct request sent once
+        sent = sum(server.bodies.values())
+        assert many.con.execute("SELECT count(*) FROM judge_calls").fetchall() == [(sent,)]
+        one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
+        assert many.assertion_results.equals(one.assertion_results)
+        assert many.test_results.equals(one.test_results)
+        assert set(many.assertion_results["status"]) == {"pass", "fail"}  # graded, no errors
+        many.con.close()
+        before = server.counts["POST /v1/chat/completions"]
+        cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray", db=db,
+                    batch_rows=100, judge_config=judge)
+        assert server.counts["POST /v1/chat/completions"] == before  # the cache answers
+    finally:
+        server.stop()

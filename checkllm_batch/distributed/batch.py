@@ -6,6 +6,7 @@ batch's position in the dataset."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -33,11 +34,18 @@ class BatchEvaluator:
 
     suite: Suite
     source: str
+    judge_config: Any = None  # with `runner`: model-graded assertions through a JudgeHook
+    runner: Any = None
     plan: Plan = field(init=False)
     _builders: dict[pa.Schema, CaseBuilder] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.plan = build_plan(self.suite)
+        self.hook = None
+        if self.judge_config is not None:
+            from ..judge.hook import JudgeHook
+
+            self.hook = JudgeHook(self.plan, self.judge_config, self.runner)
 
     def frames(self, batch: pa.RecordBatch, first_case_id: int) -> dict[str, pl.DataFrame]:
         builder = self._builders.get(batch.schema)
@@ -45,6 +53,6 @@ class BatchEvaluator:
             builder = self._builders[batch.schema] = CaseBuilder(self.plan, batch.schema,
                                                                  self.source)
         cases = builder.build(batch, first_case_id)
-        results, tests = evaluate_batch(self.plan, cases)
+        results, tests = evaluate_batch(self.plan, cases, judge=self.hook)
         return {name: frame.select(TABLES[name])
                 for name, frame in zip(TABLES, (cases, results, tests))}

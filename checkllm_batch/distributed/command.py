@@ -8,13 +8,14 @@ import sys
 import click
 import polars as pl
 
+from ..cli_eval import warn_without_judge
 from ..cli_support import EXIT_FAILED, UserError
 from .engine import evaluate_ray
 from .shards import shard_path
 
 
 def eval_on_ray(spec, outputs: str | None, *, db: str | None, results: str | None,
-                batch_rows: int, resume: str | None, refused: dict):
+                batch_rows: int, resume: str | None, judge_config, refused: dict):
     """The run loaded into `db`; or, with no database, the shards written to `results`,
     their totals printed (exit 0 when every test passes, 1 otherwise)."""
     given = [name for name, value in refused.items() if value]
@@ -25,9 +26,10 @@ def eval_on_ray(spec, outputs: str | None, *, db: str | None, results: str | Non
                         "(e.g. --outputs 'outputs/*.parquet')")
     if db is None and results is None:
         raise UserError("--engine ray needs --db, --results DIR, or both")
+    warn_without_judge(spec, judge_config)
     run = evaluate_ray(spec, outputs, db=db, results=results, batch_rows=batch_rows,
                        config={"outputs": outputs, "db": db, "batch_rows": batch_rows},
-                       resume=resume)
+                       resume=resume, judge_config=judge_config)
     if db is not None:
         return run
     totals = shard_totals(results)

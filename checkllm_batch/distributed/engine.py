@@ -12,6 +12,7 @@ import logging
 import os
 import tempfile
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,10 +20,13 @@ import polars as pl
 
 from ..errors import CheckLLMError, InputError, Interrupted, did_you_mean
 from ..evaluate.plan import Plan, build_plan
+from ..judge.config import JudgeConfig
+from ..judge.protocol import Judge
 from ..spec.model import Suite
 from ..store import results as store
 from .batch import TABLES
 from .fragments import Fragment, filesystem, parquet_files, plan_fragments
+from .judging import rounds
 from .shards import done, run_fragment, shard_path
 
 # one evaluating process per task, and the libraries that fan out to every core kept to it
@@ -33,15 +37,15 @@ MANIFEST = "manifest.json"
 
 def check_supported(plan: Plan) -> None:
     """What the Ray engine cannot run yet is an error before any work starts."""
-    from ..assertions.registry import Kind
+    from ..judge.across import ACROSS
 
     for p in plan.assertions:
-        if p.kind is Kind.JUDGE:
+        if p.spec.type in ACROSS:
             test = next(t for t in plan.suite.tests if p.tests is None or t.index in p.tests)
             raise InputError(
                 f"{plan.suite.path}: test {test.description or test.index!r}: {p.spec.type} "
-                "(model-graded) is not supported on Ray yet (--engine ray); run this suite "
-                "with the single-machine engine")
+                "(across the outputs of a test) is not supported on Ray yet (--engine ray); "
+                "run this suite with the single-machine engine")
 
 
 ENGINES = ("local", "ray")
@@ -49,27 +53,33 @@ ENGINES = ("local", "ray")
 
 def evaluate_on(engine: str, suite: Suite, outputs: Any, *, db: str | Path | None = ":memory:",
                 batch_rows: int = 100_000, config: dict[str, Any] | None = None,
-                resume: str | None = None, results: str | None = None):
+                resume: str | None = None, results: str | None = None, judge_config=None,
+                judge=None):
     """api.evaluate's `engine=`: the engines other than the single-machine one."""
     if engine != "ray":
         raise InputError(f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}; "
                          f"engines are: {', '.join(ENGINES)}")
     return evaluate_ray(suite, outputs, db=db, results=results, batch_rows=batch_rows,
-                        config=config, resume=resume)
+                        config=config, resume=resume, judge_config=judge_config, judge=judge)
 
 
 def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory:",
                  results: str | None = None, batch_rows: int = 100_000,
                  config: dict[str, Any] | None = None, num_cpus: int | None = None,
-                 resume: str | None = None):
+                 resume: str | None = None, judge_config: JudgeConfig | None = None,
+                 judge: Judge | None = None):
     """Evaluate a Parquet dataset (a file, a directory or a glob; local or a URI) on Ray.
     Shards go to `results` (kept) or a temporary directory (removed); with `db` they are
     loaded into it and the Run is returned, else the manifest of the shards. `resume`
-    takes up a stopped run of `db` again: the fragments whose shards it wrote are kept."""
+    takes up a stopped run of `db` again: the fragments whose shards it wrote are kept.
+    Model-graded assertions go to the judge of `judge_config` (default: the suite's) from
+    this process only (docs/ray.md)."""
     if not isinstance(outputs, (str, Path)):
         raise InputError("--engine ray reads Parquet files: give a path, a directory or a "
                          "glob (e.g. 'outputs/*.parquet')")
-    check_supported(build_plan(suite))
+    plan = build_plan(suite)
+    check_supported(plan)
+    judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     source = str(outputs)
     fs, files = parquet_files(source)
     fragments = plan_fragments(fs, files, batch_rows)
@@ -82,13 +92,17 @@ def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory
         results = _resumable(con, resume, source)
     with _results_dir(results) as directory:
         manifest = _manifest(directory, suite, source, fragments)
+        work = Work(suite, source, directory, batch_rows, judge_config)
         if con is None:
-            _run_tasks(suite, source, fragments, directory, batch_rows, num_cpus)
+            with _judge(plan, store.connect(":memory:"), None, judge_config, judge) as runner:
+                work.run(fragments, runner, num_cpus)
             return manifest
         run_id = store.resume_run(con, resume) if resume else store.start_run(
-            con, suite, source, {**(config or {}), "engine": "ray", "results": results})
+            con, suite, source, {**(config or {}), "engine": "ray", "results": results,
+                                 "judge": judge_config.record()})
         try:
-            _run_tasks(suite, source, fragments, directory, batch_rows, num_cpus)
+            with _judge(plan, con, run_id, judge_config, judge) as runner:
+                work.run(fragments, runner, num_cpus)
             _load(con, run_id, directory, fragments)
             store.finish_run(con, run_id, suite)
         except BaseException as e:
@@ -147,30 +161,58 @@ def _manifest(directory: str, suite: Suite, source: str, fragments: list[Fragmen
     return manifest
 
 
-def _run_tasks(suite: Suite, source: str, fragments: list[Fragment], directory: str,
-               batch_rows: int, num_cpus: int | None) -> list[dict]:
-    """One task per fragment not yet in `directory`; Ray retries a task whose worker dies."""
-    try:
-        import ray
-    except ModuleNotFoundError:
-        raise InputError("--engine ray needs Ray: pip install 'checkllm-batch[ray]'") from None
+@contextmanager
+def _judge(plan: Plan, con, run_id: str | None, config: JudgeConfig, judge: Judge | None):
+    """The run's one Runner, in this process (None without a judge configured)."""
+    from ..judge.session import close_hook, open_hook
 
-    started = _connect(ray, num_cpus)
+    hook = open_hook(plan, con, run_id, config, judge=judge)
     try:
-        task = ray.remote(run_fragment).options(
-            num_cpus=1, max_retries=3, runtime_env={"env_vars": TASK_ENV})
-        suite_ref = ray.put(suite)
-        todo = [f for f in fragments if not done(directory, f.index)]
-        try:
-            return ray.get([task.remote(suite_ref, source, f, directory, batch_rows)
-                            for f in todo])
-        except ray.exceptions.RayTaskError as e:
-            if isinstance(e.cause, CheckLLMError):  # a bad row group: our one-line error
-                raise e.cause from None
-            raise
+        yield hook.runner
     finally:
-        if started:
-            ray.shutdown()
+        close_hook(hook)
+
+
+@dataclass
+class Work:
+    """The Ray tasks of a run: one per fragment not yet in `directory`, in rounds while
+    judge requests are pending; Ray retries a task whose worker dies."""
+
+    suite: Suite
+    source: str
+    directory: str
+    batch_rows: int
+    judge_config: JudgeConfig
+
+    def run(self, fragments: list[Fragment], runner, num_cpus: int | None) -> None:
+        try:
+            import ray
+        except ModuleNotFoundError:
+            raise InputError("--engine ray needs Ray: pip install 'checkllm-batch[ray]'"
+                             ) from None
+        started = _connect(ray, num_cpus)
+        try:
+            task = ray.remote(run_fragment).options(
+                num_cpus=1, max_retries=3, runtime_env={"env_vars": TASK_ENV})
+            suite = ray.put(self.suite)
+
+            def run_round(todo: list[Fragment], known: dict) -> list:
+                replies = ray.put(known)
+                outs = ray.get([task.remote(suite, self.source, f, self.directory,
+                                            self.batch_rows, self.judge_config, replies)
+                                for f in todo])
+                return [(f, out.get("missing", [])) for f, out in zip(todo, outs)]
+
+            try:
+                rounds(run_round, runner,
+                       [f for f in fragments if not done(self.directory, f.index)])
+            except ray.exceptions.RayTaskError as e:
+                if isinstance(e.cause, CheckLLMError):  # a bad row group: our one-line error
+                    raise e.cause from None
+                raise
+        finally:
+            if started:
+                ray.shutdown()
 
 
 def _connect(ray, num_cpus: int | None) -> bool:

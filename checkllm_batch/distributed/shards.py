@@ -12,6 +12,7 @@ from ..load.outputs import checked
 from ..spec.model import Suite
 from .batch import TABLES, BatchEvaluator
 from .fragments import Fragment, dataset_fs, filesystem
+from .judging import RecordingRunner
 
 
 def shard_path(results: str, table: str, index: int) -> str:
@@ -26,10 +27,12 @@ def done(results: str, index: int) -> bool:
 
 
 def run_fragment(suite: Suite, outputs: str, fragment: Fragment, results: str,
-                 batch_rows: int) -> dict[str, int]:
-    """Evaluate one fragment into its shards; the counts of its test statuses."""
+                 batch_rows: int, judge_config=None, known: dict | None = None) -> dict:
+    """Evaluate one fragment into its shards: the counts of its test statuses. With judge
+    requests not in `known` (replies by hash), nothing is written: {"missing": requests}."""
     fs = dataset_fs(outputs)
-    evaluator = BatchEvaluator(suite, fragment.path)
+    runner = RecordingRunner(known or {}) if judge_config and judge_config.enabled else None
+    evaluator = BatchEvaluator(suite, fragment.path, judge_config, runner)
     parts: dict[str, list[pl.DataFrame]] = {t: [] for t in TABLES}
     first = fragment.first_case_id
     with fs.open_input_file(fragment.path) as f:
@@ -38,6 +41,8 @@ def run_fragment(suite: Suite, outputs: str, fragment: Fragment, results: str,
             for table, frame in evaluator.frames(checked(batch, fragment.path), first).items():
                 parts[table].append(frame)
             first += batch.num_rows
+    if runner is not None and runner.missing:
+        return {"fragment": fragment.index, "missing": list(runner.missing.values())}
     frames = {t: pl.concat(p) for t, p in parts.items()}
     for table, frame in frames.items():
         _write(frame, shard_path(results, table, fragment.index))

@@ -124,11 +124,11 @@ def test_the_pure_batch_function_gives_the_stored_rows(dataset, tmp_path):
     assert frames["test_results"].equals(one.test_results.filter(pl.col("case_id") >= 100))
 
 
-REFUSED = [  # (suite, outputs, error)
+REFUSED = [  # (suite, outputs, error): runs writing only shards (no database)
     ({"tests": [{"description": "pick", "assert": [{"type": "select-best", "value": "best"}]}]},
-     "part-0.parquet", "test 'pick': select-best .* not supported on Ray yet"),
+     "part-0.parquet", "test 'pick': select-best is decided across .* give --db"),
     ({"tests": [{"assert": [{"type": "max-score"}]}]}, "part-0.parquet",
-     "max-score .* not supported on Ray yet"),
+     "max-score is decided across .* give --db"),
     (SUITE, "nothing-*.parquet", "no Parquet file matches"),
     (SUITE, "missing-dir", "outputs not found"),
     (SUITE, pa.table({"output": ["x"]}), "reads Parquet files"),
@@ -140,7 +140,8 @@ def test_refused_at_start(dataset, tmp_path, suite, source, error):
     root, _ = dataset
     source = str(root / source) if isinstance(source, str) else source
     with pytest.raises(InputError, match=error):
-        cb.evaluate(write_suite(tmp_path, suite), source, engine="ray")
+        evaluate_ray(cb.load(write_suite(tmp_path, suite)), source, db=None,
+                     results=str(tmp_path / "shards"))
 
 
 def test_unknown_engine_names_the_closest(tmp_path):
@@ -281,3 +282,54 @@ def test_model_graded_through_the_driver_only(cluster, tmp_path, monkeypatch):
         assert server.counts["POST /v1/chat/completions"] == before  # the cache answers
     finally:
         server.stop()
+
+
+ACROSS = """
+judge:
+  model: gpt-4o-mini
+  api_key_env: CHECKLLM_TEST_JUDGE_KEY
+tests:
+  - description: t
+    assert:
+      - {type: contains, value: good}
+      - {type: levenshtein, value: "{{q}} good", threshold: 3}
+      - {type: select-best, value: the best answer}
+      - {type: max-score}
+"""
+
+
+def pick_last(body: dict) -> str:
+    """select-best: the last text listed wins."""
+    return str(body["messages"][0]["content"].count("<Text index=") - 1)
+
+
+def test_select_best_and_max_score_across_fragments(cluster, tmp_path, monkeypatch):
+    """The outputs of one test row (3 providers) sit in different files: decided over the
+    loaded cases, as in one process."""
+    monkeypatch.setenv("CHECKLLM_TEST_JUDGE_KEY", "sk-test-SECRET")
+    n = 300
+    frame = pl.DataFrame({"test_id": ["t"] * 3 * n, "provider": [
+        f"p{k}" for k in range(3) for _ in range(n)], "q": [f"q{i}" for _ in range(3)
+                                                           for i in range(n)]})
+    frame = frame.with_columns(output=pl.format("{} {} {}", "q", pl.when(
+        pl.col("provider") == "p1").then(pl.lit("good")).otherwise(pl.lit("bad")), "provider"))
+    for k in range(3):  # one file per provider: a test row's outputs in three fragments
+        pq.write_table(frame.slice(k * n, n).to_arrow(), tmp_path / f"o-{k}.parquet",
+                       row_group_size=100)
+    suite = write_suite(tmp_path, ACROSS)
+    server = JudgeServer(answer=pick_last).start()
+    try:
+        from checkllm_batch.judge import JudgeConfig
+
+        judge = JudgeConfig(model="gpt-4o-mini", base_url=server.url,
+                            api_key_env="CHECKLLM_TEST_JUDGE_KEY", concurrency=4)
+        many = cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray",
+                           batch_rows=100, judge_config=judge)
+        one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
+    finally:
+        server.stop()
+    assert many.assertion_results.equals(one.assertion_results)
+    assert many.test_results.equals(one.test_results)
+    decided = many.assertion_results.filter(pl.col("type").is_in(["select-best", "max-score"]))
+    assert decided.height == 2 * 3 * n
+    assert set(decided["status"]) == {"pass", "fail"}  # decided, none left pending

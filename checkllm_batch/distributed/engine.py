@@ -20,6 +20,7 @@ import polars as pl
 
 from ..errors import CheckLLMError, InputError, Interrupted, did_you_mean
 from ..evaluate.plan import Plan, build_plan
+from ..judge.across import finish_across
 from ..judge.config import JudgeConfig
 from ..judge.protocol import Judge
 from ..spec.model import Suite
@@ -35,17 +36,18 @@ TASK_ENV = {"CHECKLLM_WORKERS": "1", "POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS
 MANIFEST = "manifest.json"
 
 
-def check_supported(plan: Plan) -> None:
-    """What the Ray engine cannot run yet is an error before any work starts."""
+def check_supported(plan: Plan, db) -> None:
+    """What the Ray engine cannot run is an error before any work starts: the types decided
+    across a test's outputs are decided over the loaded cases, so they need a database."""
     from ..judge.across import ACROSS
 
     for p in plan.assertions:
-        if p.spec.type in ACROSS:
+        if p.spec.type in ACROSS and db is None:
             test = next(t for t in plan.suite.tests if p.tests is None or t.index in p.tests)
             raise InputError(
                 f"{plan.suite.path}: test {test.description or test.index!r}: {p.spec.type} "
-                "(across the outputs of a test) is not supported on Ray yet (--engine ray); "
-                "run this suite with the single-machine engine")
+                "is decided across the outputs of a test, over the results database: "
+                "give --db with --engine ray")
 
 
 ENGINES = ("local", "ray")
@@ -78,7 +80,7 @@ def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory
         raise InputError("--engine ray reads Parquet files: give a path, a directory or a "
                          "glob (e.g. 'outputs/*.parquet')")
     plan = build_plan(suite)
-    check_supported(plan)
+    check_supported(plan, db)
     judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     source = str(outputs)
     fs, files = parquet_files(source)
@@ -94,16 +96,17 @@ def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory
         manifest = _manifest(directory, suite, source, fragments)
         work = Work(suite, source, directory, batch_rows, judge_config)
         if con is None:
-            with _judge(plan, store.connect(":memory:"), None, judge_config, judge) as runner:
-                work.run(fragments, runner, num_cpus)
+            with _judge(plan, store.connect(":memory:"), None, judge_config, judge) as hook:
+                work.run(fragments, hook.runner, num_cpus)
             return manifest
         run_id = store.resume_run(con, resume) if resume else store.start_run(
             con, suite, source, {**(config or {}), "engine": "ray", "results": results,
                                  "judge": judge_config.record()})
         try:
-            with _judge(plan, con, run_id, judge_config, judge) as runner:
-                work.run(fragments, runner, num_cpus)
-            _load(con, run_id, directory, fragments)
+            with _judge(plan, con, run_id, judge_config, judge) as hook:
+                work.run(fragments, hook.runner, num_cpus)
+                _load(con, run_id, directory, fragments)
+                finish_across(con, run_id, plan, hook)  # select-best, max-score: in DuckDB
             store.finish_run(con, run_id, suite)
         except BaseException as e:
             interrupted = isinstance(e, KeyboardInterrupt)
@@ -163,12 +166,12 @@ def _manifest(directory: str, suite: Suite, source: str, fragments: list[Fragmen
 
 @contextmanager
 def _judge(plan: Plan, con, run_id: str | None, config: JudgeConfig, judge: Judge | None):
-    """The run's one Runner, in this process (None without a judge configured)."""
+    """The run's judge hook in this process: its one Runner (None without a judge)."""
     from ..judge.session import close_hook, open_hook
 
     hook = open_hook(plan, con, run_id, config, judge=judge)
     try:
-        yield hook.runner
+        yield hook
     finally:
         close_hook(hook)
 

@@ -1,6 +1,7 @@
 """--engine ray: a suite on a local Ray cluster (2 worker processes) over a multi-file,
 multi-row-group Parquet dataset gives every case id, verdict, score and reason of the
-single-machine run, one result per case; what it cannot run yet is an error at start."""
+single-machine run, one result per case; so do model-graded and cross-case assertions, the
+judge called from the driver only; lost workers, resumes and refusals at start."""
 
 from __future__ import annotations
 

@@ -99,17 +99,24 @@ class Run:
 def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Path = ":memory:",
              batch_rows: int = BATCH_ROWS, progress: bool = False,
              config: dict[str, Any] | None = None, judge_config: JudgeConfig | None = None,
-             judge: Judge | None = None, resume: str | None = None) -> Run:
+             judge: Judge | None = None, resume: str | None = None,
+             engine: str = "local") -> Run:
     """Score `outputs` (a file, a DuckDB table, a frame, or the suite's inline outputs)
     against `suite`, writing results batch by batch into the DuckDB database `db`.
 
     Model-graded assertions go to the judge of `judge_config` (default: the suite's
     `judge:` block), through `judge` if given (else the OpenAI-compatible client).
-    `resume` re-runs the run of that id in place: no judge call already answered is sent."""
+    `resume` re-runs the run of that id in place: no judge call already answered is sent.
+    `engine="ray"` runs it on a Ray cluster (a Parquet dataset; see docs/ray.md)."""
     from .judge.session import close_hook, open_hook
 
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
+    if engine != "local":
+        from .distributed import evaluate_on
+        return evaluate_on(engine, suite, outputs, db=db, batch_rows=batch_rows,
+                           config=config, resume=resume, judge_config=judge_config,
+                           judge=judge)
     judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     plan = build_plan(suite)
     config = {**(config or {}), "judge": judge_config.record()}

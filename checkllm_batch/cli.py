@@ -62,6 +62,11 @@ def main() -> None:
               "and cost; send nothing and write no run.")
 @click.option("--resume", "resume", metavar="RUN", help="Re-run an interrupted run in place: "
               "judge calls already answered are not sent again.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True, help="local: this process; ray: Parquet fragments as tasks "
+              "on a Ray cluster (RAY_ADDRESS, else a local one; docs/ray.md).")
+@click.option("--results", "results", metavar="DIR", help="With --engine ray: keep the "
+              "Parquet shards in DIR (without an explicit --db: only the shards).")
 @user_errors
 def eval_command(suite: str | None, config_path: str | None, outputs: str | None,
                  output_path: str | None, db: str, batch_rows: int,
@@ -71,7 +76,7 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
                  judge_key_env: str | None, judge_mode: str | None,
                  judge_concurrency: int | None, judge_rpm: float | None,
                  judge_tpm: float | None, max_cost: float | None, no_cache: bool,
-                 dry_run: bool, resume: str | None) -> None:
+                 dry_run: bool, resume: str | None, engine: str, results: str | None) -> None:
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
     Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
@@ -86,6 +91,15 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
         mode=judge_mode, concurrency=judge_concurrency, rpm=judge_rpm, tpm=judge_tpm,
         max_cost=max_cost, cache=False if no_cache else None)
     filters = Filters(filter_pattern, filter_first_n, filter_sample)
+    if engine == "ray" or results:
+        from .distributed.command import eval_on_ray
+
+        run = eval_on_ray(spec, outputs, db=_db_given(db, results), results=results,
+                          batch_rows=batch_rows, resume=resume, judge_config=judge_config,
+                          refused={
+                              "--results without --engine ray": engine != "ray",
+                              "--filter-*": bool(filters), "--dry-run": dry_run})
+        return _report(run, output_path, db, fmt)
     source = filtered(spec, outputs, filters, batch_rows)
     if dry_run:
         _print_plan(api.dry_run(spec, source, db=db, batch_rows=batch_rows,
@@ -96,10 +110,20 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
               "filters": filters.record() or None}
     run = api.evaluate(spec, source, db=db, batch_rows=batch_rows, progress=progress,
                        config=config, judge_config=judge_config, resume=resume)
+    _report(run, output_path, db, fmt)
+
+
+def _report(run: api.Run, output_path: str | None, db: str, fmt: str) -> None:
     if output_path:
         write_output(run, output_path)
     totals = _print_run(run, db, fmt)
     sys.exit(0 if totals["pass"] == totals["cases"] else EXIT_FAILED)
+
+
+def _db_given(db: str, results: str | None) -> str | None:
+    """--results without an explicit --db writes only the shards."""
+    explicit = click.get_current_context().get_parameter_source("db")
+    return db if results is None or explicit is not click.core.ParameterSource.DEFAULT else None
 
 
 def _print_run(run: api.Run, db: str, fmt: str) -> dict:

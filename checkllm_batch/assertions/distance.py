@@ -7,6 +7,7 @@ import polars as pl
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from .pool import workers
 from .registry import Ctx, Verdict, assertion
 from .text import quoted
 
@@ -23,16 +24,17 @@ BAND = 31
 
 
 def _exact_distances(left: list[str], right: list[str]) -> np.ndarray:
-    """The exact Levenshtein distance of each pair, at a cost that grows with the distance:
+    """The exact Levenshtein distance of each pair (rapidfuzz on the cores this process may
+    use: $CHECKLLM_WORKERS, 1 in a cluster task), at a cost that grows with the distance:
     a banded pass (`score_cutoff`) settles every pair within BAND edits (a pair beyond gets
     BAND + 1), then only the pairs beyond it are computed in full. Scores and reasons quote
     the exact distance on every row, so the far pairs are computed, only not twice."""
     scores = process.cpdist(left, right, scorer=Levenshtein.distance, score_cutoff=BAND,
-                            workers=-1, dtype=np.int64)
+                            workers=workers(), dtype=np.int64)
     far = np.flatnonzero(scores > BAND)
     if len(far):
         scores[far] = process.cpdist([left[i] for i in far], [right[i] for i in far],
-                                     scorer=Levenshtein.distance, workers=-1, dtype=np.int64)
+                                     scorer=Levenshtein.distance, workers=workers(), dtype=np.int64)
     return scores
 
 

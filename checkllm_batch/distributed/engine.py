@@ -1,0 +1,244 @@
+"""--engine ray: the evaluation of a Parquet dataset on a Ray cluster.
+
+The driver plans fragments from the files' footers, one Ray task evaluates each into
+Parquet shards, and with a database the shards are loaded into it as one run, which ends
+as the single-machine run ends (named and derived metrics, status `finished`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import polars as pl
+
+from ..assertions.registry import Kind
+from ..errors import CheckLLMError, InputError, Interrupted, did_you_mean
+from ..evaluate.plan import Plan, build_plan
+from ..judge.protocol import Judge
+from ..metrics import named
+from ..spec.judge import JudgeConfig
+from ..spec.model import Suite
+from ..store import results as store
+from ..store.across import finish_across
+from .batch import TABLES
+from .fragments import Fragment, filesystem, parquet_files, plan_fragments
+from .judging import rounds
+from .shards import done, run_fragment, shard_path
+
+# one evaluating process per task, and the libraries that fan out to every core kept to it
+TASK_ENV = {"CHECKLLM_WORKERS": "1", "POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1",
+            "RAYON_NUM_THREADS": "1"}
+MANIFEST = "manifest.json"
+
+
+def check_supported(plan: Plan, db) -> None:
+    """What the Ray engine cannot run is an error before any work starts: the types decided
+    across a test's outputs are decided over the loaded cases, so they need a database."""
+    for p in plan.assertions:
+        if p.kind is Kind.ACROSS and db is None:
+            test = next(t for t in plan.suite.tests if p.tests is None or t.index in p.tests)
+            raise InputError(
+                f"{plan.suite.path}: test {test.description or test.index!r}: {p.spec.type} "
+                "is decided across the outputs of a test, over the results database: "
+                "give --db with --engine ray")
+
+
+ENGINES = ("local", "ray")
+
+
+def evaluate_on(engine: str, suite: Suite, outputs: Any, *, db: str | Path | None = ":memory:",
+                batch_rows: int = 100_000, config: dict[str, Any] | None = None,
+                resume: str | None = None, results: str | None = None, judge_config=None,
+                judge=None):
+    """api.evaluate's `engine=`: the engines other than the single-machine one."""
+    if engine != "ray":
+        raise InputError(f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}; "
+                         f"engines are: {', '.join(ENGINES)}")
+    return evaluate_ray(suite, outputs, db=db, results=results, batch_rows=batch_rows,
+                        config=config, resume=resume, judge_config=judge_config, judge=judge)
+
+
+def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory:",
+                 results: str | None = None, batch_rows: int = 100_000,
+                 config: dict[str, Any] | None = None, num_cpus: int | None = None,
+                 resume: str | None = None, judge_config: JudgeConfig | None = None,
+                 judge: Judge | None = None):
+    """Evaluate a Parquet dataset (a file, a directory or a glob; local or a URI) on Ray.
+    Shards go to `results` (kept) or a temporary directory (removed); with `db` they are
+    loaded into it and the Run is returned, else the manifest of the shards. `resume`
+    takes up a stopped run of `db` again: the fragments whose shards it wrote are kept.
+    Model-graded assertions go to the judge of `judge_config` (default: the suite's) from
+    this process only (docs/ray.md)."""
+    if not isinstance(outputs, (str, Path)):
+        raise InputError("--engine ray reads Parquet files: give a path, a directory or a "
+                         "glob (e.g. 'outputs/*.parquet')")
+    plan = build_plan(suite)
+    check_supported(plan, db)
+    judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
+    source = str(outputs)
+    fs, files = parquet_files(source)
+    fragments = plan_fragments(fs, files, batch_rows)
+    if not fragments:
+        raise InputError(f"{source}: no rows")
+    con = store.connect(db) if db is not None else None
+    if results is not None and "://" not in results:
+        results = os.path.abspath(results)
+    if resume:
+        results = _resumable(con, resume, source)
+    with _results_dir(results) as directory:
+        manifest = _manifest(directory, suite, source, fragments)
+        work = Work(suite, source, directory, batch_rows, judge_config)
+        if con is None:
+            with _judge(plan, store.connect(":memory:"), None, judge_config, judge) as hook:
+                work.run(fragments, hook.runner, num_cpus)
+            return manifest
+        if resume:  # its committed batches are whole fragments: they are not loaded again
+            run_id, committed = resume, store.resume_run(con, resume, suite, None)
+        else:
+            run_id, committed = store.start_run(
+                con, suite, source, {**(config or {}), "engine": "ray", "results": results,
+                                     "judge": judge_config.record()}), 0
+        try:
+            with _judge(plan, con, run_id, judge_config, judge) as hook:
+                work.run(fragments, hook.runner, num_cpus)
+                _load(con, run_id, directory,
+                      [f for f in fragments if f.first_case_id >= committed])
+                with store.transaction(con):  # as api.evaluate finishes a run
+                    finish_across(con, run_id, plan, hook)  # select-best, max-score
+                    named.compute(con, run_id, suite)
+                    store.finish_run(con, run_id)
+        except BaseException as e:
+            interrupted = isinstance(e, KeyboardInterrupt)
+            store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
+                           "interrupted" if interrupted else "failed")
+            if interrupted:
+                raise Interrupted(run_id) from e
+            raise
+    from ..api import Run
+
+    return Run(con, run_id)
+
+
+def _resumable(con, run_id: str, source: str) -> str:
+    """The shards directory of a Ray run to resume (it must have kept them: --results)."""
+    if con is None:
+        raise InputError("--resume needs the results database (--db) of the run")
+    row = con.execute("SELECT config, outputs_path FROM runs WHERE run_id = ?",
+                      [run_id]).fetchall()
+    if not row:
+        raise InputError(f"no run {run_id!r} in the database to resume")
+    config, outputs = json.loads(row[0][0] or "{}"), row[0][1]
+    if config.get("engine") != "ray" or not config.get("results"):
+        raise InputError(f"run {run_id!r} kept no shards (it ran without --engine ray "
+                         "--results DIR): resume it with the engine it ran on")
+    if outputs != source:
+        raise InputError(f"run {run_id!r} scored {outputs}, not {source}")
+    return config["results"]
+
+
+@contextmanager
+def _results_dir(results: str | None) -> Iterator[str]:
+    if results is not None:
+        yield results
+        return
+    with tempfile.TemporaryDirectory(prefix="checkllm-ray-") as directory:
+        yield directory
+
+
+def _manifest(directory: str, suite: Suite, source: str, fragments: list[Fragment]) -> dict:
+    """The suite and fragments of this run, written beside the shards; shards already
+    there are kept only when they come from the same suite and fragments (a resumed run)."""
+    spec = json.dumps(suite.to_json(), sort_keys=True, default=str).encode()
+    manifest = {"outputs": source, "suite": hashlib.sha256(spec).hexdigest(),
+                "fragments": [f.record() for f in fragments]}
+    fs, path = filesystem(f"{directory.rstrip('/')}/{MANIFEST}")
+    if fs.get_file_info(path).is_file:
+        with fs.open_input_stream(path) as f:
+            if json.loads(f.read()) != manifest:
+                raise InputError(f"{directory}: holds the shards of another suite, dataset or "
+                                 "batch size; give an empty --results directory")
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as f:
+        f.write(json.dumps(manifest, indent=1).encode())
+    return manifest
+
+
+@contextmanager
+def _judge(plan: Plan, con, run_id: str | None, config: JudgeConfig, judge: Judge | None):
+    """The run's judge hook in this process: its one Runner (None without a judge)."""
+    from ..judge.session import close_hook, open_hook
+
+    hook = open_hook(plan, con, run_id, config, judge=judge)
+    try:
+        yield hook
+    finally:
+        close_hook(hook)
+
+
+@dataclass
+class Work:
+    """The Ray tasks of a run: one per fragment not yet in `directory`, in rounds while
+    judge requests are pending; Ray retries a task whose worker dies."""
+
+    suite: Suite
+    source: str
+    directory: str
+    batch_rows: int
+    judge_config: JudgeConfig
+
+    def run(self, fragments: list[Fragment], runner, num_cpus: int | None) -> None:
+        try:
+            import ray
+        except ModuleNotFoundError:
+            raise InputError("--engine ray needs Ray: pip install 'checkllm-batch[ray]'"
+                             ) from None
+        started = _connect(ray, num_cpus)
+        try:
+            task = ray.remote(run_fragment).options(
+                num_cpus=1, max_retries=3, runtime_env={"env_vars": TASK_ENV})
+            suite = ray.put(self.suite)
+
+            def run_round(todo: list[Fragment], known: dict) -> list:
+                replies = ray.put(known)
+                outs = ray.get([task.remote(suite, self.source, f, self.directory,
+                                            self.batch_rows, self.judge_config, replies)
+                                for f in todo])
+                return [(f, out.get("missing", [])) for f, out in zip(todo, outs)]
+
+            try:
+                rounds(run_round, runner,
+                       [f for f in fragments if not done(self.directory, f.index)])
+            except ray.exceptions.RayTaskError as e:
+                if isinstance(e.cause, CheckLLMError):  # a bad row group: our one-line error
+                    raise e.cause from None
+                raise
+        finally:
+            if started:
+                ray.shutdown()
+
+
+def _connect(ray, num_cpus: int | None) -> bool:
+    """Join the cluster of RAY_ADDRESS (or the one this process is in), else start a local
+    one on this machine's cores (or `num_cpus`). True when this call started Ray."""
+    if ray.is_initialized():
+        return False
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(log_to_driver=False, logging_level=logging.WARNING)
+    else:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.WARNING)
+    return True
+
+
+def _load(con, run_id: str, directory: str, fragments: list[Fragment]) -> None:
+    """The shards into the run's tables, fragment by fragment in case order."""
+    for f in fragments:
+        frames = [pl.read_parquet(shard_path(directory, t, f.index)) for t in TABLES]
+        store.append(con, run_id, *frames, lambda: None)

@@ -1,0 +1,98 @@
+"""The unit of work on a cluster: a Parquet fragment (whole row groups of one file), with
+its first case id computed on the driver from the files' footers. Case ids are then the
+rows' positions in the dataset (files in name order), as in the single-machine run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import PurePosixPath
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ..errors import InputError
+
+WILDCARDS = "*?["
+
+
+@dataclass(frozen=True)
+class Fragment:
+    index: int
+    path: str  # a path of `uri`'s filesystem
+    row_groups: tuple[int, ...]
+    first_case_id: int
+    rows: int
+
+    def record(self) -> dict:
+        return {**asdict(self), "row_groups": list(self.row_groups)}
+
+
+def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem of a path or URI (s3://, gs://, file://...) and the path on it."""
+    if "://" not in uri:  # absolute: the cluster's workers have their own directories
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    try:
+        return pafs.FileSystem.from_uri(uri)
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{uri}: {str(e).splitlines()[0]}") from None
+
+
+def dataset_fs(outputs: str) -> pafs.FileSystem:
+    """The filesystem the dataset's files are on."""
+    return filesystem(_base(outputs))[0]
+
+
+def parquet_files(outputs: str) -> tuple[pafs.FileSystem, list[str]]:
+    """The Parquet files of a file, a directory (every .parquet below it) or a glob, in
+    name order."""
+    fs, path = filesystem(_base(outputs))
+    pattern = outputs[len(_base(outputs)):]
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.File and not pattern:
+        return fs, [path]
+    if info.type != pafs.FileType.Directory:
+        raise InputError(f"{outputs}: outputs not found")
+    listed = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    want = path.rstrip("/") + "/" + pattern if pattern else None  # `*` stays in one folder
+    files = sorted(f.path for f in listed if f.type == pafs.FileType.File and (
+        PurePosixPath(f.path).match(want) if want else f.path.endswith(".parquet")))
+    if not files:
+        raise InputError(f"{outputs}: no Parquet file matches")
+    return fs, files
+
+
+def _base(outputs: str) -> str:
+    """The directory part before the first wildcard (the whole path without one)."""
+    cut = min((outputs.find(c) for c in WILDCARDS if c in outputs), default=-1)
+    return outputs if cut < 0 else outputs[:outputs.rfind("/", 0, cut) + 1]
+
+
+def plan_fragments(fs: pafs.FileSystem, files: list[str], rows: int) -> list[Fragment]:
+    """Fragments of about `rows` rows (whole row groups), read from the footers only."""
+    fragments: list[Fragment] = []
+    first = 0
+    for path in files:
+        meta = _footer(fs, path)
+        group: list[int] = []
+        size = 0
+        for rg in range(meta.num_row_groups):
+            n = meta.row_group(rg).num_rows
+            if group and size + n > rows:
+                fragments.append(Fragment(len(fragments), path, tuple(group), first, size))
+                first, group, size = first + size, [], 0
+            group.append(rg)
+            size += n
+        if size:
+            fragments.append(Fragment(len(fragments), path, tuple(group), first, size))
+            first += size
+    return fragments
+
+
+def _footer(fs: pafs.FileSystem, path: str) -> pq.FileMetaData:
+    try:
+        with fs.open_input_file(path) as f:
+            return pq.ParquetFile(f).metadata
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{path}: cannot read: {str(e).splitlines()[0]}") from None

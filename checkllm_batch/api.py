@@ -262,15 +262,12 @@ def open_results(db: str | Path) -> duckdb.DuckDBPyConnection:
 
 
 def get_run(db: str | Path | duckdb.DuckDBPyConnection, run: str | None = None) -> Run:
-    """A run of a results database: `run`, or the last finished one."""
+    """A run of a results database: `run` (its id, a unique prefix, `last` or `previous`,
+    found as cb.Results finds it), or the last finished one."""
+    from .analysis.results import Results
+
     con = db if isinstance(db, duckdb.DuckDBPyConnection) else open_results(db)
-    rows = con.sql(
-        "SELECT run_id FROM runs WHERE (? IS NULL AND status = 'finished') OR run_id = ? "
-        "ORDER BY started_at DESC LIMIT 1", params=[run, run]).fetchall()
-    if not rows:
-        raise InputError(f"no run {run!r} in the database" if run else
-                         "the database has no finished run (name an interrupted or failed one)")
-    return Run(con, rows[0][0])
+    return Run(con, Results(con).run_id(run))
 
 
 def write(run: Run, path: str | Path) -> Run:

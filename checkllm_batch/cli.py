@@ -176,7 +176,7 @@ def _print_plan(stats, config) -> None:
 @user_errors
 def metrics(db: str, run_id: str | None, fmt: str) -> None:
     """Print a run's pass rates, named metrics and derived metrics."""
-    run = api.get_run(db, _run_ref(db, run_id))
+    run = api.get_run(db, run_id)
     if fmt != "table":
         from .analysis.results import Results
 
@@ -190,15 +190,6 @@ def metrics(db: str, run_id: str | None, fmt: str) -> None:
                   f"resume it with eval --resume {run.run_id})"))
     show("SELECT * FROM summary", summary=run.summary())
     _print_metrics(run)
-
-
-def _run_ref(db: str, run_id: str | None) -> str | None:
-    """'last', 'previous' or a unique prefix, as Results reads them, to a full run id."""
-    if run_id is None:
-        return None
-    from .analysis.results import Results
-
-    return Results(db).run_id(run_id)
 
 
 @main.command()

@@ -124,11 +124,11 @@ def _items(value: Any, spec: Any) -> list[str]:
 def listing(items: pl.Expr) -> pl.Expr:
     """A list column as `"a", "b"`: each item a JSON string (quotes, backslashes and line
     breaks escaped), joined by ", "."""
-    text = pl.element()
-    for raw, escaped in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"),
-                         ("\t", "\\t")):
-        text = text.str.replace_all(raw, escaped, literal=True)
-    return items.list.eval(pl.concat_str([pl.lit('"'), text, pl.lit('"')])).list.join(", ")
+    escaped = pl.element().str.replace_many(["\\", '"', "\n", "\r", "\t"],
+                                            ["\\\\", '\\"', "\\n", "\\r", "\\t"])
+    quoted_items = pl.concat_str([pl.lit('"'), items.list.eval(escaped).list.join('", "'),
+                                  pl.lit('"')])
+    return pl.when(items.list.len() == 0).then(pl.lit("")).otherwise(quoted_items)
 
 
 HITS = pl.Struct({"any": pl.Boolean, "all": pl.Boolean, "missing": pl.String,
@@ -183,11 +183,14 @@ def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
     return Verdict(found, expect, detail=detail)
 
 
+_SPACE = "".join(f"\\x{{{ord(c):x}}}" for c in JS_TRIM)
+_PLAIN_ITEM = f"[^,{_SPACE}](?:[^,]*[^,{_SPACE}])?"  # an unquoted item, trimmed as JS trims
+
+
 def plain_items(text: pl.Expr) -> pl.Expr:
     """split_items in Polars for text without quotes (null for the rest, and for no items)."""
-    items = text.str.split(",").list.eval(pl.element().str.strip_chars()).list.eval(
-        pl.element().filter(pl.element() != ""))
-    return pl.when(~text.str.contains('"', literal=True) & (items.list.len() > 0)).then(items)
+    plain = ~text.str.contains('"', literal=True) & text.str.contains(f"[^,{_SPACE}]")
+    return pl.when(plain).then(text.str.extract_all(_PLAIN_ITEM))
 
 
 ITEMS = {"prepare": _items, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items}

@@ -121,3 +121,39 @@ def test_failure_reasons_say_what_was_expected(tmp_path):
     assert reasons == ['Expected output to contain "Paris"',
                        'Expected output to not contain "Rome"',
                        'Expected output to contain all of "a", "b", "c": missing: b, c']
+
+
+ITEM_TEXTS = [  # per-row list values split in Polars must give split_items' items
+    "cat, dog", " cat ,,, dog ,", "a b,c", "", " , ", ",", "one", "über, 東京",
+    "a\ufeff, b\x85", "\u3000x\u2028,\ty\n", "emoji 🙂, x", 'quoted "a, b", c', None,
+]
+
+
+@pytest.mark.parametrize("text", ITEM_TEXTS)
+def test_plain_items_split_as_split_items(text):
+    import polars as pl
+
+    from checkllm_batch.assertions.text import plain_items, split_items
+    got = pl.select(plain_items(pl.lit(text, pl.String))).item()
+    expected = None if text is None or '"' in text else split_items(text) or None
+    assert (got.to_list() if got is not None else None) == expected
+
+
+LISTINGS = [  # (items, the reason's listing)
+    (["a", "b"], '"a", "b"'),
+    ([], ""),
+    ([""], '""'),
+    (['say "hi"', "back\\slash", "two\nlines\r\tx"],
+     '"say \\"hi\\"", "back\\\\slash", "two\\nlines\\r\\tx"'),
+    (["élan", "🙂"], '"élan", "🙂"'),
+    (None, None),
+]
+
+
+@pytest.mark.parametrize("items,expected", LISTINGS)
+def test_listing_quotes_items_as_json_strings(items, expected):
+    import polars as pl
+
+    from checkllm_batch.assertions.text import listing
+    column = pl.lit(pl.Series([items], dtype=pl.List(pl.String)))
+    assert pl.select(listing(column)).item() == expected

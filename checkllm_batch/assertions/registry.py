@@ -76,12 +76,14 @@ class Ctx:
         where it cannot: those rows are prepared in Python)."""
         if self.row is None:
             return literal_column(fn(self.fixed), dtype)
-        fast = vectorised(self.row.key) if vectorised and not self.row.structured else None
+        # computed once: both the rows left to Python and the result read it
+        fast = (self.once(vectorised(self.row.key)) if vectorised and not self.row.structured
+                else None)
         key = self.row.key if fast is None else pl.when(fast.is_null()).then(self.row.key)
         result = self.once(self.row.per_key(fn, dtype, key))
         self.errors.append(result.struct.field(PREPARED_ERROR))
         slow = result.struct.field("value")
-        return slow if fast is None else pl.coalesce(self.once(fast), slow)
+        return slow if fast is None else pl.coalesce(fast, slow)
 
     def checked(self, check: Callable[[Any, Any], Outcome], expect: str | Callable[[Any], str],
                 over: pl.Expr | None = None, pooled: bool = False, where: pl.Expr | None = None

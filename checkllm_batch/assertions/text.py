@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 import polars as pl
@@ -35,6 +35,23 @@ def quoted(value: pl.Expr | str, limit: int = 80) -> pl.Expr:
     short = pl.when(value.str.len_chars() > limit).then(
         pl.concat_str([value.str.slice(0, limit - 1), pl.lit("…")])).otherwise(value)
     return pl.concat_str([pl.lit('"'), short, pl.lit('"')])
+
+
+def on_failing(ctx: Ctx, passed: pl.Expr, text: Callable[[pl.Expr], pl.Expr], over: pl.Expr
+               ) -> pl.Expr:
+    """`text(over)`, a part of the reason, computed only on the rows whose reason shows it
+    (those failing, negation included; null on the others) when the value differs per row:
+    listing each row's own items costs nothing on the rows that pass."""
+    if ctx.row is None:
+        return text(over)  # a literal: computed once
+
+    def run(pairs: pl.Series) -> pl.Series:
+        frame = pairs.struct.unnest().with_row_index("i")
+        shown = frame.filter(pl.col("shown")).select("i", text=text(pl.col("x")))
+        return frame.select("i").join(shown, on="i", how="left", maintain_order="left")["text"]
+
+    shown = passed == pl.lit(ctx.spec.negate)
+    return ctx.once(pl.struct(shown=shown, x=over).map_batches(run, return_dtype=pl.String))
 
 
 @assertion("contains", prepare=lambda v, s: _scalar(v, s))
@@ -124,11 +141,11 @@ def _items(value: Any, spec: Any) -> list[str]:
 def listing(items: pl.Expr) -> pl.Expr:
     """A list column as `"a", "b"`: each item a JSON string (quotes, backslashes and line
     breaks escaped), joined by ", "."""
-    text = pl.element()
-    for raw, escaped in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"),
-                         ("\t", "\\t")):
-        text = text.str.replace_all(raw, escaped, literal=True)
-    return items.list.eval(pl.concat_str([pl.lit('"'), text, pl.lit('"')])).list.join(", ")
+    escaped = pl.element().str.replace_many(["\\", '"', "\n", "\r", "\t"],
+                                            ["\\\\", '\\"', "\\n", "\\r", "\\t"])
+    quoted_items = pl.concat_str([pl.lit('"'), items.list.eval(escaped).list.join('", "'),
+                                  pl.lit('"')])
+    return pl.when(items.list.len() == 0).then(pl.lit("")).otherwise(quoted_items)
 
 
 HITS = pl.Struct({"any": pl.Boolean, "all": pl.Boolean, "missing": pl.String,
@@ -176,18 +193,21 @@ def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
         result = item_hits(ctx, ctx.prepared, fold, ("all", "missing") if every else ("any",))
         found = result.struct.field("all" if every else "any")
         missing = result.struct.field("missing") if every else None
-    expect = pl.concat_str([pl.lit(f"contain{' (any case)' if fold else ''} "
-                                   f"{'all' if every else 'one'} of "),
-                            listing(ctx.prepared)])
+    prefix = pl.lit(f"contain{' (any case)' if fold else ''} {'all' if every else 'one'} of ")
+    expect = on_failing(ctx, found, lambda items: pl.concat_str([prefix, listing(items)]),
+                        ctx.prepared)
     detail = pl.concat_str([pl.lit("missing: "), missing]) if every else None
     return Verdict(found, expect, detail=detail)
 
 
+_SPACE = "".join(f"\\x{{{ord(c):x}}}" for c in JS_TRIM)
+_PLAIN_ITEM = f"[^,{_SPACE}](?:[^,]*[^,{_SPACE}])?"  # an unquoted item, trimmed as JS trims
+
+
 def plain_items(text: pl.Expr) -> pl.Expr:
     """split_items in Polars for text without quotes (null for the rest, and for no items)."""
-    items = text.str.split(",").list.eval(pl.element().str.strip_chars()).list.eval(
-        pl.element().filter(pl.element() != ""))
-    return pl.when(~text.str.contains('"', literal=True) & (items.list.len() > 0)).then(items)
+    plain = ~text.str.contains('"', literal=True) & text.str.contains(f"[^,{_SPACE}]")
+    return pl.when(plain).then(text.str.extract_all(_PLAIN_ITEM))
 
 
 ITEMS = {"prepare": _items, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items}

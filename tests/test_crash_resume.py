@@ -34,36 +34,17 @@ CONCURRENCY = 4
 KILL = ("open('seen', 'a').write(output + '\\\\n') and ((__import__('os').path.exists('kill-' + "
         "output) and __import__('os').kill(__import__('os').getpid(), int(open('kill-' + "
         "output).read()))) or len(output) > 0)")
-JUDGED = f"""
-judge: {{model: gpt-4o-mini, api_key_env: {KEY_ENV}}}
-defaultTest:
-  assert:
-    - type: python
-      value: "{KILL}"
-tests:
-  - description: t
-    assert:
-      - {{type: llm-rubric, value: the answer is good}}
-      - {{type: contains, value: good}}
-  - description: pick
-    assert:
-      - {{type: select-best, value: the shortest}}
-"""
-PLAIN = f"""
-defaultTest:
-  assert:
-    - type: python
-      value: "{KILL}"
-tests:
-  - description: t
-    assert:
-      - {{type: contains, value: good}}
-      - {{type: regex, value: '^r[0-9]+-'}}
-  - description: pick
-    assert:
-      - {{type: equals, value: '{{{{q}}}}'}}
-"""
-
+def suite(judged: bool) -> str:
+    """Every row runs the python check; test `t` and test `pick` their own assertions
+    (with a judge: llm-rubric and select-best)."""
+    judge = f"judge: {{model: gpt-4o-mini, api_key_env: {KEY_ENV}}}\n" if judged else ""
+    t = ("{type: llm-rubric, value: the answer is good}, {type: contains, value: good}"
+         if judged else "{type: contains, value: good}, {type: regex, value: '^r[0-9]+-'}")
+    pick = ("{type: select-best, value: the shortest}" if judged
+            else "{type: equals, value: '{{q}}'}")
+    return (f'{judge}defaultTest:\n  assert:\n    - type: python\n      value: "{KILL}"\n'
+            f"tests:\n  - description: t\n    assert: [{t}]\n"
+            f"  - description: pick\n    assert: [{pick}]\n")
 
 def dataset() -> pl.DataFrame:
     """40 rows sorted by test: 30 of `t`, then 10 of `pick` (5 groups of two providers)."""
@@ -107,7 +88,7 @@ def finish(proc: subprocess.Popen) -> tuple[int, str]:
 
 def prepare(folder: Path, judged: bool) -> None:
     folder.mkdir(exist_ok=True)
-    (folder / "s.yaml").write_text(JUDGED if judged else PLAIN, encoding="utf-8")
+    (folder / "s.yaml").write_text(suite(judged), encoding="utf-8")
     dataset().write_parquet(folder / "o.parquet")
 
 

@@ -7,6 +7,7 @@ import polars as pl
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from .distinct import per_distinct
 from .pool import workers
 from .registry import Ctx, Verdict, assertion
 from .text import quoted
@@ -42,9 +43,13 @@ DISTANCE = pl.Struct({"distance": pl.Float64, "longer": pl.Int64})
 
 
 def _distances(pairs: pl.Series) -> pl.Series:
-    """{distance, longer} of each (a, b) pair: the Levenshtein distance and the longer
-    length, in UTF-16 code units as promptfoo counts them; the distances in rapidfuzz calls
-    on all cores."""
+    """{distance, longer} of each (a, b) pair, computed once per distinct pair."""
+    return per_distinct(pairs, _distinct_distances).to_struct()
+
+
+def _distinct_distances(pairs: pl.Series) -> pl.DataFrame:
+    """The Levenshtein distance and the longer length of each (a, b) pair, in UTF-16 code
+    units as promptfoo counts them; the distances in rapidfuzz calls on all cores."""
     left = pairs.struct.field("a").fill_null("")
     right = pairs.struct.field("b").fill_null("")
     scores = _exact_distances(left.to_list(), right.to_list()).astype(np.float64)
@@ -55,10 +60,10 @@ def _distances(pairs: pl.Series) -> pl.Series:
     if non_ascii.any():  # the regex only where some character is not ASCII
         rows = non_ascii.arg_true()
         astral = left.gather(rows).str.contains(_ASTRAL) | right.gather(rows).str.contains(_ASTRAL)
-        for i in rows.filter(astral).to_list():  # row-wise: only rows holding astral characters
+        for i in rows.filter(astral).to_list():  # per-distinct: pairs with astral characters
             a, b = _utf16(left[i]), _utf16(right[i])
             scores[i], lengths[i] = Levenshtein.distance(a, b), max(len(a), len(b))
-    return pl.struct(distance=pl.Series(scores), longer=pl.Series(lengths), eager=True)
+    return pl.DataFrame({"distance": scores, "longer": lengths})
 
 
 def _string(value, spec) -> None:

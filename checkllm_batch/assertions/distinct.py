@@ -22,19 +22,24 @@ def over_distinct(expr: pl.Expr, check: Callable[[Any], Outcome],
     Wrap the result in `ctx.once(...)` so that the batch is checked once. `run_all`, if
     given, checks the list of distinct values itself (e.g. on a worker pool)."""
 
-    def run(values: pl.Series) -> pl.Series:
-        # De-duplicate on a 64-bit hash of the value: joining on u64 is far cheaper than on
-        # long strings. A collision needs ~4e9 distinct values in one batch to be likely.
-        hashes = values.hash()
-        first = hashes.is_first_distinct()
-        uniq = values.filter(first).to_list()
-        outcomes = (run_all(uniq) if run_all
-                    else [check(v) for v in uniq])  # row-wise: one call per distinct value
-        table = pl.DataFrame(
-            {"h": hashes.filter(first), "ok": [o[0] for o in outcomes],
-             "detail": [o[1] for o in outcomes]},
-            schema={"h": pl.UInt64, "ok": pl.Boolean, "detail": pl.String})
-        joined = hashes.to_frame("h").join(table, on="h", how="left", maintain_order="left")
-        return joined.select(pl.struct("ok", "detail")).to_series()
+    def checked(uniq: pl.Series) -> pl.DataFrame:
+        values = uniq.to_list()
+        outcomes = (run_all(values) if run_all
+                    else [check(v) for v in values])  # per-distinct: a library looks at each
+        return pl.DataFrame({"ok": [o[0] for o in outcomes], "detail": [o[1] for o in outcomes]},
+                            schema={"ok": pl.Boolean, "detail": pl.String})
 
-    return expr.map_batches(run, return_dtype=OUTCOME)
+    return expr.map_batches(lambda values: per_distinct(values, checked).to_struct(),
+                            return_dtype=OUTCOME)
+
+
+def per_distinct(values: pl.Series, fn: Callable[[pl.Series], pl.DataFrame]) -> pl.DataFrame:
+    """`fn` over the distinct values of `values` (a frame with a row per distinct value),
+    joined back to every row in order. De-duplicated on a 64-bit hash of the value: joining
+    on u64 is far cheaper than on long strings; a collision needs ~4e9 distinct values in
+    one batch to be likely."""
+    hashes = values.hash()
+    first = hashes.is_first_distinct()
+    table = fn(values.filter(first)).with_columns(__h=hashes.filter(first))
+    return (hashes.to_frame("__h").join(table, on="__h", how="left", maintain_order="left")
+            .drop("__h"))

@@ -23,6 +23,7 @@ import orjson
 import polars as pl
 
 from . import caseframe
+from .distinct import per_distinct
 from .registry import NAMED_SCORES, Ctx, Kind, Verdict, assertion
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String, "named": NAMED_SCORES}
@@ -198,10 +199,14 @@ def batch_result(series: pl.Series, threshold: float | None) -> pl.DataFrame:
         frame = pl.DataFrame({"r": series}).select(
             ok=pl.when(r.is_nan()).then(False).otherwise(ok), score=r.fill_nan(0.0),
             detail=pl.when(r.is_null()).then(null), named=pl.lit(None, NAMED_SCORES))
-    else:  # dicts / strings: promptfoo's normalisation on each value
-        values = [None if v is None else normalise(v, threshold) for v in series.to_list()]
-        frame = pl.DataFrame([v or (None, None, "the check returned null for this row", None)
-                              for v in values], schema=RESULT, orient="row")
+    else:  # dicts / strings: promptfoo's normalisation, once per distinct value
+        def normalised(uniq: pl.Series) -> pl.DataFrame:
+            values = [None if v is None else normalise(v, threshold)
+                      for v in uniq.to_list()]  # per-distinct: user results, read in Python
+            return pl.DataFrame([v or (None, None, "the check returned null for this row",
+                                       None) for v in values], schema=RESULT, orient="row")
+        frame = (per_distinct(series, normalised) if series.dtype != pl.Object
+                 else normalised(series))
     return frame.select(pl.col("ok").cast(pl.Boolean), pl.col("score").cast(pl.Float64),
                         pl.col("detail").cast(pl.String), pl.col("named").cast(NAMED_SCORES))
 

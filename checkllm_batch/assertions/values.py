@@ -93,7 +93,7 @@ class RowValues:
         def run(keys: pl.Series) -> pl.Series:
             uniq = keys.unique()
             values, errors = [], []
-            for key in uniq.to_list():  # row-wise: once per distinct value of the assertion
+            for key in uniq.to_list():  # per-distinct: prepare (compile) each value once
                 prepared, error = self.prepared(key)
                 values.append(None if error or key is None else fn(prepared))
                 errors.append(error)

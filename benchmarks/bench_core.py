@@ -4,6 +4,8 @@
 
 The suite reads its values from each row's vars (`contains` on `{{expected}}`; `levenshtein`,
 `equals` and `similarity` on `{{reference}}`, 1-40 edits from the output in most rows).
+`--values literal` runs the same suite with those four values as literals (the first row's
+expected and reference, the same on every row), the per-row loop likewise.
 
 1. **end to end**: `checkllm-batch eval` on the Parquet file (a subprocess, so its peak RSS
    and CPU time are its own); CPU utilisation = its CPU time / (wall time x cores). The same
@@ -80,9 +82,10 @@ def check_db(db: Path, rows: int) -> None:
         raise SystemExit(f"incomplete results in {db}: {counts}, expected {want}")
 
 
-def per_row_loop(data: Path, out: Path) -> tuple[float, int]:
+def per_row_loop(data: Path, out: Path, literals: dict[str, str]) -> tuple[float, int]:
     """(seconds, lines written) of the script a user writes by hand: read the Parquet file,
-    loop over its rows doing the ten checks, write one result line per case."""
+    loop over its rows doing the ten checks, write one result line per case. `literals`
+    replace the row's own values (the literal suite)."""
     started = time.perf_counter()
     validator = jsonschema.Draft7Validator(synth.SCHEMA)
     word = re.compile(r"\b(energy|light)\b")
@@ -93,7 +96,7 @@ def per_row_loop(data: Path, out: Path) -> tuple[float, int]:
         for batch in pq.ParquetFile(data).iter_batches(columns=["output", "expected",
                                                                 "reference"]):
             for r in batch.to_pylist():
-                writer.writerow(_ten_checks(r, validator, word, objects))
+                writer.writerow(_ten_checks({**r, **literals}, validator, word, objects))
                 lines += 1
     return time.perf_counter() - started, lines
 
@@ -128,13 +131,14 @@ def _ten_checks(r: dict, validator, word: re.Pattern, objects: re.Pattern) -> tu
     )
 
 
-def stages(suite_path: Path, data: Path, batch_rows: int, db: Path) -> dict[str, list[float]]:
+def stages(suite_path: Path, data: Path, batch_rows: int, db: Path
+           ) -> dict[str, list[float]]:
     """[wall, CPU] seconds of each stage alone, batch by batch: read, build, evaluate (the
     suite, then each type alone on the same cases), write."""
     suite = load_suite(suite_path)
     plan = build_plan(suite)
     singles = {}
-    for i, a in enumerate(yaml.safe_load(synth.SUITE)["defaultTest"]["assert"]):
+    for i, a in enumerate(yaml.safe_load(suite_path.read_text())["defaultTest"]["assert"]):
         path = OUT / f"single_{i}.yaml"
         path.write_text(yaml.safe_dump({"defaultTest": {"assert": [a]}}))
         singles[f"evaluate {i}: {a['type']}"] = build_plan(load_suite(path))
@@ -182,13 +186,17 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--batch-rows", type=int, default=100_000)
     ap.add_argument("--no-stages", action="store_true", help="skip the per-stage timings")
+    ap.add_argument("--values", choices=("vars", "literal"), default="vars",
+                    help="the suite's values from each row's vars, or one literal each")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
-    suite = OUT / "suite.yaml"
-    suite.write_text(synth.SUITE)
     data = OUT / f"outputs_v2_{args.rows}.parquet"
     if not data.exists():
         synth.outputs(args.rows).write_parquet(data)
+    first = pl.read_parquet(data, n_rows=1, columns=["expected", "reference"]).row(0, named=True)
+    literals = first if args.values == "literal" else {}
+    suite = OUT / f"suite_{args.values}.yaml"
+    suite.write_text(synth.literal_suite(literals) if literals else synth.SUITE)
     load_before = os.getloadavg()
 
     tiny = OUT / "outputs_v2_100.parquet"  # the fixed cost: start-up, run record, metrics
@@ -198,12 +206,13 @@ def main() -> None:
     ours = run_cli(suite, data, OUT / "results.duckdb", args.batch_rows)
     check_db(OUT / "results.duckdb", args.rows)
     loop_cpu = time.process_time()
-    loop_seconds, lines = per_row_loop(data, OUT / "loop.csv")
+    loop_seconds, lines = per_row_loop(data, OUT / "loop.csv", literals)
     loop_cpu = time.process_time() - loop_cpu
     if lines != args.rows:
         raise SystemExit(f"the loop wrote {lines} lines for {args.rows} cases")
 
-    report = {"rows": args.rows, "assertions": ASSERTIONS, "batch_rows": args.batch_rows,
+    report = {"rows": args.rows, "values": args.values, "assertions": ASSERTIONS,
+              "batch_rows": args.batch_rows,
               "cores": os.cpu_count(), "load_avg_before": [round(x, 2) for x in load_before],
               "seconds": round(ours["seconds"], 2),
               "rows_per_s": round(args.rows / ours["seconds"]),

@@ -91,5 +91,18 @@ defaultTest:
     - type: similarity
       value: "{{reference}}"
 """
+
+
+def literal_suite(values: dict[str, str]) -> str:
+    """SUITE with each `{{var}}` value replaced by one literal (`values[var]`), the same on
+    every row: the suite as it reads before its values are moved into vars."""
+    suite = yaml.safe_load(SUITE)
+    for a in suite["defaultTest"]["assert"]:
+        var = str(a.get("value", "")).removeprefix("{{").removesuffix("}}")
+        if var in values:
+            a["value"] = values[var]
+    return yaml.safe_dump(suite, sort_keys=False, allow_unicode=True)
+
+
 # the JSON Schema of the suite's contains-json, for the per-row loop
 SCHEMA = yaml.safe_load(SUITE)["defaultTest"]["assert"][7]["value"]

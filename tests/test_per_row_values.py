@@ -81,6 +81,19 @@ def test_per_row_values(tmp_path, assertion, rows, statuses):
     assert got["status"].to_list() == statuses, got["reason"].to_list()
 
 
+def test_a_row_pattern_rust_cannot_compile_runs_on_the_backtracking_engine(tmp_path):
+    # Rust refuses the translation of (?:.{100}){1000} (its size limit); JavaScript runs it.
+    # The per-row path leaves compiling to the match: the rows Rust could not compile are
+    # matched again by the backtracking engine, as a literal of the pattern is
+    rows = [{"output": "a" * 100_000, "p": "(?:.{100}){1000}"},
+            {"output": "a" * 99_999, "p": "(?:.{100}){1000}"},
+            {"output": "a1", "p": "\\d"}, {"output": "ab", "p": "[unclosed"}]
+    got = run(tmp_path, {"defaultTest": {"assert": [{"type": "regex", "value": "{{p}}"}]}},
+              rows).assertion_results.sort("case_id")
+    assert got["status"].to_list() == ["pass", "fail", "pass", "error"], got["reason"].to_list()
+    assert got["reason"][3].startswith("value '[unclosed': invalid regex")
+
+
 def test_a_value_that_does_not_compile_errors_its_rows_only(tmp_path):
     rows = [{"output": "a1", "p": "\\d"}, {"output": "a1", "p": "[unclosed"}]
     got = run(tmp_path, {"defaultTest": {"assert": [{"type": "regex", "value": "{{p}}"}]}},

@@ -19,6 +19,8 @@ from .distinct import over_distinct
 
 _JS_SPACE = r"\t\n\x0B\f\r \xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF"
 _CLASS_ESCAPES = {"d": "0-9", "w": "A-Za-z0-9_", "s": _JS_SPACE}
+_RUST_CLASS_ESCAPES = {k: re.sub(r"\\u([0-9A-F]{4})", r"\\x{\1}", v)
+                       for k, v in _CLASS_ESCAPES.items()}  # Rust spells \uXXXX \x{XXXX}
 _WORD = "[A-Za-z0-9_]"
 _QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
 _NEEDS_BACKTRACKING = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<")
@@ -27,6 +29,7 @@ _NEEDS_BACKTRACKING = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<")
 _GROUP = re.compile(r"\((?!\?)|\(\?<(?![=!])")  # a capturing group opens
 _JS_GROUP_OPENERS = re.compile(r"\(\?(?:[:=!]|<[=!]|<[A-Za-z_$][\w$]*>)")
 _QUANTIFIED = re.compile(r"(?:[*+?]|\{\d+(?:,\d*)?\})\??")
+_QUANTIFIER_PAIR = re.compile(r"[*+?}][*+?{]")  # where a quantifier may follow another
 ASTRAL = r"[\x{10000}-\x{10FFFF}]"  # Polars: a character beyond U+FFFF
 ASTRAL_CHAR = re.compile("[\U00010000-\U0010FFFF]")
 _UNIT_SENSITIVE = re.compile(r"\.|\[\^|\\[SWDu]|[\U00010000-\U0010FFFF]")
@@ -71,12 +74,16 @@ def _surrogates(m: re.Match) -> str:
     return chr(0xD800 + (c >> 10)) + chr(0xDC00 + (c & 0x3FF))
 
 
-def compile_js(source: str) -> JsRegex:
-    """Translate and check a JS pattern; ValueError says why it is invalid."""
+def compile_js(source: str, *, rust_checked: bool = True) -> JsRegex:
+    """Translate and check a JS pattern; ValueError says why it is invalid. Without
+    `rust_checked`, a pattern Rust might run is not compiled here: the caller matches with
+    `strict=False` and sends what Rust could not compile (null) to `compile_js` again."""
     _check_js_syntax(source)
     units = translate(utf16(source), rust=False) if _UNIT_SENSITIVE.search(source) else None
     if not _NEEDS_BACKTRACKING.search(source):
         rust = translate(source, rust=True)
+        if not rust_checked:
+            return JsRegex(source, rust, backtracking=False, units=units)
         try:
             pl.select(pl.lit("").str.contains(rust))
             return JsRegex(source, rust, backtracking=False, units=units)
@@ -93,6 +100,8 @@ def compile_js(source: str) -> JsRegex:
 def _check_js_syntax(source: str) -> None:
     """What Rust and Python accept but JavaScript does not: inline flags and other `(?`
     groups (`(?i)`, `(?P<n>`, `(?#`, `(?>`), and a quantifier on a quantifier (`a++`)."""
+    if "(?" not in source and not _QUANTIFIER_PAIR.search(source):
+        return  # neither can occur
     i, in_class = 0, False
     while i < len(source):
         ch = source[i]
@@ -184,9 +193,7 @@ def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named:
     ch = source[i]
     lower = ch.lower()
     if lower in _CLASS_ESCAPES:
-        body = _CLASS_ESCAPES[lower]
-        if rust:
-            body = re.sub(r"\\u([0-9A-F]{4})", r"\\x{\1}", body)
+        body = (_RUST_CLASS_ESCAPES if rust else _CLASS_ESCAPES)[lower]
         if in_class:
             return (body if ch.islower() else "\\" + ch), 1  # negated in a class: rare
         return (f"[{body}]" if ch.islower() else f"[^{body}]"), 1

@@ -152,6 +152,9 @@ class AssertionType:
     templated: bool = True  # False: the value is code or an address, never a template
     negatable: bool = True
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
+    # what `prepare` does for a per-row value when the evaluation checks the rest itself
+    # (a regex is compiled by the engine that matches it: no second compile per value)
+    prepare_row: Callable[[Any, AssertionSpec], Any] | None = None
     value_aliases: tuple[str, ...] = ()  # fields that may hold the value (CheckLLM: reference, ...)
     # specs of a vector type that read the judge's cost for the case instead (JUDGE_COST)
     judged: Callable[[AssertionSpec], bool] | None = None

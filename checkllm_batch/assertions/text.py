@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Callable
 
@@ -11,6 +12,7 @@ import polars as pl
 from .distinct import Outcome
 from .jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from .registry import Ctx, Verdict, assertion
+from .values import short_value
 
 
 def js_string(value: Any) -> str:
@@ -279,28 +281,47 @@ def _regex(value: Any, spec: Any) -> JsRegex:
     return compile_js(value)
 
 
+def _row_regex(value: Any, spec: Any) -> JsRegex:
+    """A per-row pattern, translated; Rust compiles it once, in the match itself."""
+    if not isinstance(value, str) or not value:
+        raise ValueError("value must be a non-empty regular expression string")
+    return compile_js(value, rust_checked=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked(source: str) -> JsRegex:
+    return compile_js(source)
+
+
 def _js_test(text: str | None, rx: JsRegex) -> Outcome:
     """JavaScript's RegExp.test in Python, for a pattern Rust cannot run or text that needs
     UTF-16 code units."""
     if text is None:
         return None, None
+    if not rx.backtracking:  # a per-row pattern Rust could not compile: the other engine's?
+        try:
+            rx = _checked(rx.source)
+        except ValueError as e:
+            return None, f"value {short_value(rx.source)}: {e}"
     if rx.units is not None and ASTRAL_CHAR.search(text):
         return rx.search_units(text), None
     return rx.search(text), None
 
 
-@assertion("regex", prepare=_regex)
+@assertion("regex", prepare=_regex, prepare_row=_row_regex)
 def regex(ctx: Ctx) -> Verdict:
     """Output matches the JavaScript regular expression (search anywhere, no flags)."""
     rx: JsRegex | None = ctx.fixed
     if rx is not None:
         return Verdict(ctx.once(rx.matches(ctx.output)), f"match /{rx.source}/")
-    # per row: Rust runs the patterns it can (a column of patterns); patterns it cannot, and
-    # UTF-16-sensitive ones on text beyond U+FFFF, run in Python once per distinct pair
+    # per row: Rust runs the patterns it can (a column of patterns, each compiled once); the
+    # patterns it cannot, and UTF-16-sensitive ones on text beyond U+FFFF, run in Python
+    # once per distinct pair
     rust = ctx.column(lambda r: None if r.backtracking else r.pattern, pl.String)
     by_units = ctx.column(lambda r: r.units is not None, pl.Boolean)
-    slow_rows = rust.is_null() | (by_units & ctx.output.str.contains(ASTRAL))
+    found = ctx.once(ctx.output.str.contains(rust, strict=False))  # null: Rust cannot compile
+    slow_rows = (rust.is_null() | (found.is_null() & ctx.output.is_not_null())
+                 | (by_units & ctx.output.str.contains(ASTRAL)))
     slow = ctx.checked(_js_test, "", where=slow_rows)
-    return Verdict(pl.when(slow_rows).then(slow.passed)
-                   .otherwise(ctx.output.str.contains(rust, strict=False)),
-                   ctx.column(lambda r: f"match /{r.source}/", pl.String))
+    return Verdict(pl.when(slow_rows).then(slow.passed).otherwise(found),
+                   ctx.column(lambda r: f"match /{r.source}/", pl.String), detail=slow.detail)

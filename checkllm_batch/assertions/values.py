@@ -78,7 +78,7 @@ class RowValues:
             try:
                 hit = (self.prepare(value, spec) if self.prepare else value), None
             except ValueError as e:
-                hit = None, f"value {_short(value)}: {e}"
+                hit = None, f"value {short_value(value)}: {e}"
             if len(cache) >= _CACHE_MAX:
                 cache.clear()
             cache[key] = hit
@@ -133,6 +133,7 @@ def number(value: Any) -> float | None:
     return float(value)
 
 
-def _short(value: Any) -> str:
+def short_value(value: Any) -> str:
+    """A value as a reason quotes it: repr, shortened to 60 characters."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return repr(text if len(text) <= 60 else text[:59] + "…")

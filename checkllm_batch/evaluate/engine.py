@@ -102,7 +102,7 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
     """The type's verdict, plus what every type shares: negation, non-text outputs, reasons,
     and rows whose value cannot be used (a template or a value that does not compile)."""
     spec, atype = p.spec, p.atype
-    row = RowValues.of(spec, atype.fields, atype.prepare, rows)
+    row = RowValues.of(spec, atype.fields, atype.prepare_row or atype.prepare, rows)
     ctx = _context(p, row, rows, providers or {})
     verdict: Verdict = atype.fn(ctx)
     name = f"__r{p.key}_"

@@ -31,7 +31,9 @@ class JudgeHook:
     def __call__(self, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
         if not rows.height:
             return self._grade(p, rows)
-        first, last = int(rows["case_id"].min()), int(rows["case_id"].max())  # type: ignore
+        # Polars types Series.min()/max() as any literal; an Int64 column's is an int
+        first = int(rows["case_id"].min())  # type: ignore[arg-type]
+        last = int(rows["case_id"].max())  # type: ignore[arg-type]
         if first > self.batch_last:  # batches come in case_id order: a new one begins
             self.memo.clear()
             self.case_cost.clear()

@@ -16,9 +16,10 @@ from .errors import InputError
 def suite_path(suite: str | None, config_path: str | None) -> str:
     if suite and config_path and suite != config_path:
         raise UserError(f"two suites given: {suite} and -c {config_path}; give one")
-    if not (suite or config_path):
+    path = suite or config_path
+    if not path:
         raise UserError("no suite: checkllm-batch eval SUITE.yaml (or -c SUITE.yaml)")
-    return suite or config_path  # type: ignore[return-value]
+    return path
 
 
 def check_output_flag(spec, outputs: str | None, output_path: str | None) -> None:

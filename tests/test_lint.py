@@ -1,8 +1,12 @@
-"""The package, its tests and benchmarks stay clean under the project's ruff rules."""
+"""The package, its tests and benchmarks stay clean under the project's ruff rules, its
+layers point one way, and the package passes mypy."""
 
+import hashlib
 import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -21,6 +25,17 @@ def test_layers_point_one_way():
     assertions / load -> spec; nothing imports a layer above its own."""
     lint = ROOT / ".venv" / "bin" / "lint-imports"
     proc = subprocess.run([str(lint) if lint.exists() else "lint-imports"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+
+
+def test_package_type_checks():
+    """mypy with pyproject.toml's [tool.mypy]. Its cache lives in the temp dir, one per
+    checkout: a first run takes ~30 s (mostly openai's and polars' types), later ones ~2 s."""
+    pytest.importorskip("mypy")
+    cache = Path(tempfile.gettempdir()) / (
+        "checkllm_batch-mypy-" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:12])
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache)], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
 

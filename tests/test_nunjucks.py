@@ -8,6 +8,7 @@ tests/data/promptfoo_nunjucks.yaml; `test_table_is_the_kit_record` keeps the two
 Rows marked `_differs` are the known differences from promptfoo (docs/templates.md).
 """
 
+import math
 from pathlib import Path
 
 import pytest
@@ -222,6 +223,35 @@ def test_template(case_id, template, vars, expected):
             _render(template, vars)
     else:
         assert _render(template, vars) == expected
+
+
+# `dump(space)` is nunjucks 3.2.4's `JSON.stringify(obj, null, space)`: each expected value is
+# what node 20's JSON.stringify printed for {"a": [1, "é"]} with that space (the kit's
+# promptfoo install was absent when these rows were added, so not run through promptfoo).
+# A space that is neither a number nor a string used to raise instead of being ignored.
+DUMPED = '{"a":[1,"é"]}'
+DUMP_SPACE = [
+    # (id, space, what JSON.stringify printed)
+    ("true", True, DUMPED),
+    ("false", False, DUMPED),
+    ("list", [2], DUMPED),
+    ("null", None, DUMPED),
+    ("empty-string", "", DUMPED),
+    ("unicode-string", "é→", '{\né→"a": [\né→é→1,\né→é→"é"\né→]\n}'),
+    ("fraction", 2.7, '{\n  "a": [\n    1,\n    "é"\n  ]\n}'),
+    ("negative", -1, DUMPED),
+    ("nan", math.nan, DUMPED),
+    ("over-ten", 20, '{\n' + " " * 10 + '"a": [\n' + " " * 20 + '1,\n' + " " * 20 + '"é"\n'
+     + " " * 10 + ']\n}'),
+    ("infinity", math.inf, '{\n' + " " * 10 + '"a": [\n' + " " * 20 + '1,\n' + " " * 20
+     + '"é"\n' + " " * 10 + ']\n}'),
+]
+
+
+@pytest.mark.parametrize(("case_id", "space", "expected"), DUMP_SPACE,
+                         ids=[c[0] for c in DUMP_SPACE])
+def test_dump_space(case_id, space, expected):
+    assert nunjucks.render("{{ v | dump(s) }}", {"v": {"a": [1, "é"]}, "s": space}) == expected
 
 
 def test_table_is_the_kit_record():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import polars as pl
 
@@ -136,29 +137,28 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
               .when(raw.is_null()).then(pl.coalesce(detail, pl.lit("could not be evaluated")))
               .when(~passed).then(failed)
               .otherwise(detail))
-    outcome = pl.struct(
-        status=status,
-        **{"pass": pl.when(value_error.is_not_null()).then(None)
-           .when(not_text).then(False).otherwise(passed)},
-        score=pl.when(value_error.is_not_null()).then(None).when(not_text).then(0.0)
-        .when(raw.is_null()).then(None).otherwise(score),
-        reason=reason,
-        named_scores=pl.when(value_error.is_not_null() | not_text | raw.is_null()).then(None)
-        .otherwise(pl.col(name + "named")))
+    outcome = pl.struct(  # aliases, as `pass` is a keyword
+        status.alias("status"),
+        pl.when(value_error.is_not_null()).then(None)
+        .when(not_text).then(False).otherwise(passed).alias("pass"),
+        pl.when(value_error.is_not_null()).then(None).when(not_text).then(0.0)
+        .when(raw.is_null()).then(None).otherwise(score).alias("score"),
+        reason.alias("reason"),
+        pl.when(value_error.is_not_null() | not_text | raw.is_null()).then(None)
+        .otherwise(pl.col(name + "named")).alias("named_scores"))
     return Compiled(p.key, ctx.stash, raw_exprs, outcome)
 
 
 def _context(p: Planned, row: RowValues | None, rows: pl.DataFrame, providers: dict) -> Ctx:
     spec, atype = p.spec, p.atype
     threshold = spec.threshold if spec.threshold is not None else atype.default_threshold
-    base = dict(spec=spec, threshold=threshold, key=p.key, providers=providers)
+    context = partial(Ctx, spec=spec, threshold=threshold, key=p.key, providers=providers)
     if row is not None:
-        ctx = Ctx(value=row.value, literal=None, row=row, **base)
+        ctx = context(value=row.value, literal=None, row=row)
         ctx.errors.append(row.error)
     else:
         fixed = atype.prepare(spec.value, spec) if atype.prepare else spec.value
-        ctx = Ctx(value=template.text(spec.value, rows), literal=spec.value, fixed=fixed,
-                  **base)
+        ctx = context(value=template.text(spec.value, rows), literal=spec.value, fixed=fixed)
     if atype.prepared_dtype is None:
         return ctx
     return dataclasses.replace(ctx, prepared=ctx.column(lambda v: v, atype.prepared_dtype,

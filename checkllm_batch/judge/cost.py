@@ -24,11 +24,15 @@ def judge_cost(hook: JudgeHook, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
     for q in hook.plan.assertions:  # grade the others first (memoised: graded once a batch)
         if q.kind is Kind.JUDGE:
             hook(q, rows if q.tests is None else rows.filter(pl.col("test_index").is_in(q.tests)))
-    limit = (template.text(p.spec.value, rows).cast(pl.Float64, strict=False)
-             if p.spec.value is not None else pl.lit(float(p.spec.threshold))).alias("limit")
+    if p.spec.value is not None:
+        limit = template.text(p.spec.value, rows).cast(pl.Float64, strict=False)
+    elif p.spec.threshold is not None:
+        limit = pl.lit(float(p.spec.threshold))
+    else:  # refused at parse time (cost's prepare); never compared with nothing
+        raise ValueError("cost needs a value or a threshold: the maximum allowed")
     costs = (pl.concat(hook.case_cost).group_by("case_id").agg(pl.col("cost").sum())
              if hook.case_cost else pl.DataFrame(schema={"case_id": pl.Int64, "cost": pl.Float64}))
-    joined = rows.select("case_id", "test_index", limit).join(costs, on="case_id", how="left")
+    joined = rows.select("case_id", "test_index", limit.alias("limit")).join(costs, on="case_id", how="left")
     cost, limit = pl.col("cost").fill_null(0.0), pl.col("limit")
     return _long(p, joined.select(
         "case_id", "test_index", passed=cost <= limit, score=(cost <= limit).cast(pl.Float64),

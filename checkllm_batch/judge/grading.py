@@ -4,6 +4,7 @@ distinct inputs of a batch into requests, send them all at once, and parse the r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 import polars as pl
@@ -97,7 +98,7 @@ class Graded:
     def judge(self, items: list[dict[str, Any]], build: Build,
               parse: Callable[[dict[str, Any], str], Outcome]) -> list[Outcome]:
         """One request per item, its reply parsed strictly: any failure is an error outcome."""
-        return [self.settle(reply, lambda text, item=item: parse(item, text))
+        return [self.settle(reply, partial(parse, item))
                 for item, reply in zip(items, self.ask(items, build))]
 
     def settle(self, reply: Reply | str, parse: Callable[[str], Outcome]) -> Outcome:

@@ -31,7 +31,9 @@ class JudgeHook:
     def __call__(self, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
         if not rows.height:
             return self._grade(p, rows)
-        first, last = int(rows["case_id"].min()), int(rows["case_id"].max())  # type: ignore
+        # Polars types Series.min()/max() as any literal; an Int64 column's is an int
+        first = int(rows["case_id"].min())  # type: ignore[arg-type]
+        last = int(rows["case_id"].max())  # type: ignore[arg-type]
         if first > self.batch_last:  # batches come in case_id order: a new one begins
             self.memo.clear()
             self.case_cost.clear()
@@ -60,7 +62,7 @@ class JudgeHook:
                 self.case_cost.append(outcomes.select("case_id", "cost"))
                 outcomes = outcomes.drop("cost")
             parts.append(outcomes)
-        return _long(p, pl.concat([x.cast({"test_index": pl.Int32, **OUTCOME_SCHEMA})
+        return _long(p, pl.concat([x.cast(pl.Schema({"test_index": pl.Int32, **OUTCOME_SCHEMA}))
                                    for x in parts]))
 
     def graded(self, p: Planned, rows: pl.DataFrame, model: str | None, rubric: Any,
@@ -117,16 +119,15 @@ def _long(p: Planned, outcomes: pl.DataFrame) -> pl.DataFrame:
     raw, negate = pl.col("passed"), p.spec.negate
     passed = ~raw if negate else raw
     score = (1.0 - pl.col("score")).clip(0.0, 1.0) if negate else pl.col("score")
-    reason = pl.when(raw.is_null()).then(pl.col("reason"))
+    reason = pl.col("reason")
     if negate:
-        reason = reason.when(~passed).then(pl.concat_str(
+        reason = pl.when(raw.is_null()).then(reason).when(~passed).then(pl.concat_str(
             [pl.lit(f"Expected output to not pass {p.spec.type}: "),
-             pl.col("reason").fill_null("")]))
-    reason = reason.otherwise(pl.col("reason"))
+             pl.col("reason").fill_null("")])).otherwise(reason)
     return outcomes.select(
         "case_id", pl.col("test_index").cast(pl.Int32), pl.lit(p.key, pl.Int32).alias("key"),
         status=pl.when(raw.is_null()).then(pl.lit("error")).when(passed).then(pl.lit("pass"))
         .otherwise(pl.lit("fail")),
         **{"pass": passed},
         score=pl.when(raw.is_null()).then(None).otherwise(score),
-        reason=reason).cast(RESULT_SCHEMA)
+        reason=reason).cast(pl.Schema(RESULT_SCHEMA))

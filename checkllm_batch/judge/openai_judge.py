@@ -59,11 +59,9 @@ class OpenAIJudge:
         start = time.perf_counter()
         try:
             if request.kind == "embedding":
-                raw = self.client.embeddings.with_raw_response.create(
-                    model=request.model, input=request.input)
+                raw = self.client.embeddings.with_raw_response.create(**request.body())
             else:
-                body = request.body()
-                raw = self.client.chat.completions.with_raw_response.create(**body)
+                raw = self.client.chat.completions.with_raw_response.create(**request.body())
         except openai.APIStatusError as e:
             error = classify(e)
             raise error from None
@@ -87,7 +85,8 @@ def redact(text: str | None, key: str | None) -> str | None:
     return text.replace(key, "***")
 
 
-def to_reply(request: Request, parsed, headers: dict[str, str], latency_ms: float) -> Reply:
+def to_reply(request: Request, parsed, headers: dict[str, str],
+             latency_ms: float | None) -> Reply:
     usage = getattr(parsed, "usage", None)
     prompt = getattr(usage, "prompt_tokens", 0) or 0
     completion = getattr(usage, "completion_tokens", 0) or 0

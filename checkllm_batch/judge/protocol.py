@@ -93,7 +93,8 @@ class ScriptedJudge:
     """In-process judge for unit tests: `answer(request)` gives the reply text (or vector)."""
 
     def __init__(self, answer: Callable[[Request], str | list[float]]):
-        self.answer, self.sent = answer, []
+        self.answer = answer
+        self.sent: list[Request] = []
 
     def send(self, request: Request) -> Reply:
         self.sent.append(request)

@@ -62,7 +62,7 @@ class Runner:
         if self.dry_run:
             return {**replies, **self._plan(missing)}
         if missing:
-            self.bar.total += len(missing)
+            self.bar.total = (self.bar.total or 0) + len(missing)
             self.bar.refresh()
             if self.config.mode == "batch":
                 from .batch import run_batches

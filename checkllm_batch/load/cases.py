@@ -10,7 +10,7 @@ a row without calls), tools (JSON text or null), and `var.<name>` for each var a
 from __future__ import annotations
 
 import json
-from typing import Protocol
+from typing import Any, Protocol
 
 import polars as pl
 import pyarrow as pa
@@ -30,8 +30,11 @@ class Plan(Protocol):
     """What cases are built for (evaluate.plan.Plan): the suite, and the vars its templates
     read."""
 
-    suite: Suite
-    template_vars: frozenset[str]
+    @property
+    def suite(self) -> Suite: ...
+
+    @property
+    def template_vars(self) -> frozenset[str]: ...
 
 
 class CaseBuilder:
@@ -50,7 +53,7 @@ class CaseBuilder:
 
     def _tests_frame(self) -> pl.DataFrame:
         row_vars = set(self.row_vars)
-        frame = {"test_index": [], "description": [], "__test_id": [], "__vars_head": [],
+        frame: dict[str, list[Any]] = {"test_index": [], "description": [], "__test_id": [], "__vars_head": [],
                  "__test_prompt": []}
         test_only = sorted(self.plan.template_vars - row_vars)
         for name in test_only:
@@ -125,7 +128,8 @@ class CaseBuilder:
         if bad.any():
             row = int(bad.arg_true()[0])
             name = ids[row]
-            shared = [t.where.test for t in self.suite.tests if t.description == name]
+            shared = [t.where.test or f"test {t.index + 1}" for t in self.suite.tests
+                      if t.description == name]
             if len(shared) > 1:
                 raise InputError(
                     f"{self.source}: row {int(df['case_id'][row]) + 1}: test_id {name!r} is the "

@@ -154,10 +154,11 @@ def skip_rows(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Recor
 
 def _ipc_batches(path: Path) -> Iterator[pa.RecordBatch]:
     try:
-        reader = ipc.open_file(path)
+        reader = ipc.open_file(str(path))
         yield from (reader.get_batch(i) for i in range(reader.num_record_batches))
     except pa.ArrowInvalid:
-        yield from ipc.open_stream(path)
+        # pyarrow opens a path here too; its stubs list only buffers and files
+        yield from ipc.open_stream(str(path))  # type: ignore[arg-type]
 
 
 def rechunk(batches, rows: int) -> Iterator[pa.RecordBatch]:

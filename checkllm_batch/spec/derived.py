@@ -66,7 +66,12 @@ def _tokens(expression: str):
 
 
 def column_sql(metric: DerivedMetric, names: set[str]) -> str:
-    sql = scalar_sql(metric.sql) if metric.sql is not None else to_sql(metric.value, names)
+    if metric.sql is not None:
+        sql = scalar_sql(metric.sql)
+    elif metric.value is not None:
+        sql = to_sql(metric.value, names)
+    else:  # the suite's schema requires one of them; a metric built in code may lack both
+        raise ValueError(f'derived metric "{metric.name}" needs `value` or `sql`')
     return f"CAST(({sql}) AS DOUBLE)"
 
 

@@ -191,7 +191,15 @@ def arithmetic(op: str, a: Any, b: Any) -> int | float:
     return as_js_number(result)
 
 
-def json_stringify(value: Any, indent: int | str | None = None, level: int = 0) -> str | None:
+def _step(indent: Any) -> str:
+    """JSON.stringify's `space`: a number is that many spaces (0 to 10), a string its first 10
+    characters, anything else (true, a list, null) no indentation."""
+    if is_number(indent):
+        return " " * int(max(0, min(10, indent))) if not math.isnan(indent) else ""
+    return indent[:10] if isinstance(indent, str) else ""
+
+
+def json_stringify(value: Any, indent: Any = None, level: int = 0) -> str | None:
     """`JSON.stringify(value, null, indent)`; None where JavaScript returns undefined."""
     if isinstance(value, jinja2.Undefined):
         return None
@@ -199,7 +207,7 @@ def json_stringify(value: Any, indent: int | str | None = None, level: int = 0) 
         return json.dumps(value, ensure_ascii=False)
     if is_number(value):
         return js_number(value) if math.isfinite(as_double(value)) else "null"
-    step = " " * min(10, int(indent)) if is_number(indent) else (indent or "")[:10]
+    step = _step(indent)
     pad, inner = "\n" + step * level, "\n" + step * (level + 1)
     if isinstance(value, Mapping):
         items = [(json.dumps(str(k), ensure_ascii=False), json_stringify(v, indent, level + 1))

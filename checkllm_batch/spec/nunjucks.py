@@ -15,7 +15,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -331,7 +331,7 @@ class _Nunjucks(SandboxedEnvironment):
         return _COMPARE[op](left, right)
 
     @staticmethod
-    def concat(parts: tuple) -> str:
+    def concat(parts: Iterable[Any]) -> str:
         return "".join(map(js_string, parts))
 
     def getattr(self, obj: Any, attribute: str) -> Any:

@@ -81,7 +81,7 @@ def _default_test(raw: dict, path: Path, problems: _Problems) -> dict:
     source = path
     if isinstance(default, str):
         if not default.startswith("file://"):
-            problems.add(Where(str(path), raw.line),
+            problems.add(Where(str(path), getattr(raw, "line", None)),
                          f"defaultTest must be a mapping or file://, got {default!r}")
             return {}
         source = path.parent / default[len("file://"):]

@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..errors import Where, did_you_mean
 
@@ -36,9 +37,9 @@ def _adapter(model: Any) -> TypeAdapter:
     return TypeAdapter(model)
 
 
-def _lines(errors: list[dict], model: Any, raw: Any, where: Where, noun: str) -> list[str]:
+def _lines(errors: list[ErrorDetails], model: Any, raw: Any, where: Where, noun: str) -> list[str]:
     """Errors at the same place (a union's alternatives) become one line."""
-    by_place: dict[tuple, list[dict]] = {}
+    by_place: dict[tuple, list[ErrorDetails]] = {}
     for error in errors:
         path = _data_path(raw, error["loc"])
         if error["type"] == "missing":  # a required field: named, though not in the data
@@ -51,7 +52,7 @@ def _lines(errors: list[dict], model: Any, raw: Any, where: Where, noun: str) ->
     return [_line(path, errs, model, raw, where, noun) for path, errs in deepest.items()]
 
 
-def _line(path: tuple, errors: list[dict], model: Any, raw: Any, where: Where, noun: str) -> str:
+def _line(path: tuple, errors: list[ErrorDetails], model: Any, raw: Any, where: Where, noun: str) -> str:
     place = Where(where.file, _line_of(raw, path) or where.line, where.test, where.assertion)
     first = errors[0]
     if first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
@@ -85,7 +86,7 @@ _PHRASES = {
 }
 
 
-def _phrase(error: dict) -> str:
+def _phrase(error: ErrorDetails) -> str:
     if error["type"] in _PHRASES:
         return "must be " + _PHRASES[error["type"]]
     if error["type"] == "missing":

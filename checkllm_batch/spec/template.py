@@ -148,7 +148,8 @@ def over_vars(render_one: Callable[[dict[str, Any]], str]) -> pl.Expr:
 
     def run(values: pl.Series) -> pl.Series:
         uniq = values.unique()
-        texts, errors = [], []
+        texts: list[str | None] = []
+        errors: list[str | None] = []
         for raw in uniq.to_list():  # row-wise: a template engine, once per distinct vars
             try:
                 texts.append(render_one(nunjucks.resolve_vars(json.loads(raw) if raw else {})))

@@ -77,7 +77,7 @@ def _unique_columns(names: list[str], path: Path) -> None:
 
 
 def _jsonl_tests(path: Path) -> list[dict]:
-    tests = []
+    tests: list[dict] = []
     for n, line in enumerate(decode(path.read_bytes(), path).splitlines(), 1):
         if line.strip():
             try:

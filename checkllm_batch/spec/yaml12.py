@@ -45,7 +45,7 @@ _Loader.add_implicit_resolver(
     list("-+0123456789."))
 
 
-def _int(loader: _Loader, node: yaml.Node) -> int:
+def _int(loader: _Loader, node: yaml.ScalarNode) -> int:
     text = loader.construct_scalar(node)
     if text.startswith("0o"):
         value = int(text[2:], 8)
@@ -65,7 +65,7 @@ def checked_int(value: int, mark: Any = None) -> int:
     return value
 
 
-def _float(loader: _Loader, node: yaml.Node) -> float:
+def _float(loader: _Loader, node: yaml.ScalarNode) -> float:
     text = loader.construct_scalar(node).lower()
     if text.endswith("inf"):
         return float("-inf") if text.startswith("-") else float("inf")
@@ -110,8 +110,8 @@ def load_yaml_text(text: str, source: str) -> Any:
                            "not allowed"]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise ConfigError([f"{source}{line}: invalid YAML: {getattr(e, 'problem', e)}"]) from None
+        at = f":{mark.line + 1}" if mark else ""
+        raise ConfigError([f"{source}{at}: invalid YAML: {getattr(e, 'problem', e)}"]) from None
     except RecursionError:
         raise ConfigError([f"{source}: invalid YAML: nested too deeply"]) from None
     finally:

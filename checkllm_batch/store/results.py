@@ -182,6 +182,7 @@ def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
            ) -> None:
     """One batch, in one transaction with its run_batches row: a batch is stored whole or
     not at all. The outputs' content hash is recorded with the first batch."""
+    # Polars types Series.min() as any literal; an Int64 column's is an int
     first = int(cases["case_id"].min())  # type: ignore[arg-type]
     with transaction(con):
         for table, frame, columns in (("cases", cases, CASE_COLUMNS),

@@ -162,7 +162,9 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
             store.finish_run(con, run_id)
     except BaseException as e:
         with _no_sigint():  # a second Ctrl-C must not leave the run `running`
-            writer.shutdown(wait=True, cancel_futures=True)
+            # a batch evaluated whole and handed to the writer is saved, even if the writer
+            # has not picked it up yet: cancelling it would lose work a resume then repeats
+            writer.shutdown(wait=True)
             interrupted = isinstance(e, KeyboardInterrupt)
             store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
                            "interrupted" if interrupted else "failed")

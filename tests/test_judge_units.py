@@ -137,6 +137,8 @@ TYPE_CASES = [  # assertion, outputs, statuses
     ("- type: not-llm-rubric\n  value: names the capital", ["Paris", "Lyon"], ["fail", "pass"]),
     ("- type: llm-rubric\n  value: x", ["garble", None], ["error", "fail"]),
     ("- type: not-llm-rubric\n  value: x", ["garble"], ["error"]),
+    # a null output fails every type, negated or not (evaluate/outcome.py), judged ones too
+    ("- type: not-llm-rubric\n  value: names the capital", [None, "Lyon"], ["fail", "pass"]),
     ("- type: model\n  prompt: Is it right?", ["Paris", "Lyon"], ["pass", "fail"]),
     ("- type: model-graded-closedqa\n  value: names Paris", ["Paris", "Rome"], ["pass", "fail"]),
     ("- type: model-graded-factuality\n  value: Paris", ["Paris", "Rome"], ["pass", "fail"]),

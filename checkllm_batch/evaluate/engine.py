@@ -18,12 +18,11 @@ from ..assertions.graded import NO_JUDGE, PENDING
 from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
 from ..assertions.values import RowValues
 from ..spec import template
+from .outcome import RESULT_SCHEMA, Reasons, Stop, outcome, stopped
 from .plan import Plan, Planned
 from .sets import combine_sets
 from .verdict import verdict
 
-RESULT_SCHEMA = {"case_id": pl.Int64, "test_index": pl.Int32, "key": pl.Int32,
-                 "status": pl.String, "pass": pl.Boolean, "score": pl.Float64, "reason": pl.String}
 JudgeHook = Callable[[Planned, pl.DataFrame], pl.DataFrame]
 
 
@@ -119,34 +118,24 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
                          else pl.lit(None, NAMED_SCORES)),
     }
     raw, detail = pl.col(name + "passed"), pl.col(name + "detail")
-    passed = ~raw if spec.negate else raw
-    score = 1.0 - pl.col(name + "score") if spec.negate else pl.col(name + "score")
     failed = pl.concat_str([pl.lit("Expected output to " + ("not " if spec.negate else "")),
                             pl.col(name + "expect")])
     failed = pl.when(detail.is_null()).then(failed).otherwise(
         pl.concat_str([failed, pl.lit(": "), detail]))
-    value_error = pl.coalesce(ctx.errors) if ctx.errors else pl.lit(None, pl.String)
     kind = pl.col("output_kind")
-    accepted = ["text", "json"] if atype.json_ok else ["text"]
-    not_text = ~kind.is_in(accepted) if atype.needs_text else pl.lit(False)
-    status = (pl.when(value_error.is_not_null()).then(pl.lit("error")).when(not_text).then(pl.lit("fail")).when(raw.is_null()).then(pl.lit("error"))
-              .when(passed).then(pl.lit("pass")).otherwise(pl.lit("fail")))
-    reason = (pl.when(value_error.is_not_null()).then(value_error).when(not_text).then(
-                  pl.when(kind == "null").then(pl.lit("output is null"))
-                  .otherwise(pl.lit("output is not text (a JSON value)")))
-              .when(raw.is_null()).then(pl.coalesce(detail, pl.lit("could not be evaluated")))
-              .when(~passed).then(failed)
-              .otherwise(detail))
-    outcome = pl.struct(  # aliases, as `pass` is a keyword
-        status.alias("status"),
-        pl.when(value_error.is_not_null()).then(None)
-        .when(not_text).then(False).otherwise(passed).alias("pass"),
-        pl.when(value_error.is_not_null()).then(None).when(not_text).then(0.0)
-        .when(raw.is_null()).then(None).otherwise(score).alias("score"),
-        reason.alias("reason"),
-        pl.when(value_error.is_not_null() | not_text | raw.is_null()).then(None)
-        .otherwise(pl.col(name + "named")).alias("named_scores"))
-    return Compiled(p.key, ctx.stash, raw_exprs, outcome)
+    stops = [Stop(e.is_not_null(), "error", e) for e in ctx.errors]  # the row's value
+    if atype.needs_text:
+        accepted = ["text", "json"] if atype.json_ok else ["text"]
+        stops.append(Stop(~kind.is_in(accepted), "fail",
+                          pl.when(kind == "null").then(pl.lit("output is null"))
+                          .otherwise(pl.lit("output is not text (a JSON value)"))))
+    fields = outcome(raw, pl.col(name + "score"), Reasons(
+        failed=failed, error=pl.coalesce(detail, pl.lit("could not be evaluated")), other=detail),
+        negate=spec.negate, stops=stops)
+    named = pl.when(stopped(raw, stops)).then(None).otherwise(pl.col(name + "named"))
+    outcome_struct = pl.struct(*(e.alias(k) for k, e in fields.items()),
+                               named.alias("named_scores"))
+    return Compiled(p.key, ctx.stash, raw_exprs, outcome_struct)
 
 
 def _context(p: Planned, row: RowValues | None, rows: pl.DataFrame, providers: dict) -> Ctx:

@@ -8,8 +8,9 @@ import polars as pl
 
 from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import Kind
+from ..evaluate.outcome import judged_rows
 from ..evaluate.plan import Plan, Planned
-from .hook import JudgeHook, _long
+from .hook import JudgeHook
 
 
 def decide(plan: Plan, hook: JudgeHook, p: Planned, cases: pl.DataFrame,
@@ -38,7 +39,7 @@ def decide(plan: Plan, hook: JudgeHook, p: Planned, cases: pl.DataFrame,
         schema={"case_id": pl.Int64, "passed": pl.Boolean, "score": pl.Float64,
                 "reason": pl.String})
     decided = decided.join(cases.select("case_id", "test_index"), on="case_id")
-    return _long(p, decided).join(plan.slots.select("test_index", "assertion_index", "key"),
+    return judged_rows(p, decided).join(plan.slots.select("test_index", "assertion_index", "key"),
                                   on=["test_index", "key"])
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..assertions.registry import Kind
+from ..evaluate.outcome import judged_rows
 from ..spec import template
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from .hook import JudgeHook
 
 def judge_cost(hook: JudgeHook, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
-    from .hook import _long
 
     for q in hook.plan.assertions:  # grade the others first (memoised: graded once a batch)
         if q.kind is Kind.JUDGE:
@@ -32,8 +32,9 @@ def judge_cost(hook: JudgeHook, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
         raise ValueError("cost needs a value or a threshold: the maximum allowed")
     costs = (pl.concat(hook.case_cost).group_by("case_id").agg(pl.col("cost").sum())
              if hook.case_cost else pl.DataFrame(schema={"case_id": pl.Int64, "cost": pl.Float64}))
-    joined = rows.select("case_id", "test_index", limit.alias("limit")).join(costs, on="case_id", how="left")
+    joined = rows.select("case_id", "test_index", limit.alias("limit")).join(
+        costs, on="case_id", how="left")
     cost, limit = pl.col("cost").fill_null(0.0), pl.col("limit")
-    return _long(p, joined.select(
+    return judged_rows(p, joined.select(
         "case_id", "test_index", passed=cost <= limit, score=(cost <= limit).cast(pl.Float64),
         reason=pl.format("judge cost {} USD (limit {})", cost.round(6), limit)))

@@ -1,8 +1,8 @@
 """The engine's judge hook: model-graded assertions of a batch, through the runner.
 
 Per planned assertion it resolves the grading model and prompt (assertion > test options >
-suite `judge:`), grades the rows, then applies what all graded types share: null outputs
-fail, `not-` flips pass and score, an outcome without a verdict is an error with its reason.
+suite `judge:`), grades the rows, and turns the outcomes into result rows by the rule every
+type shares (evaluate/outcome.py): a null output fails, negated or not.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import polars as pl
 
 from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import Kind
-from ..evaluate.engine import RESULT_SCHEMA
+from ..evaluate.outcome import judged_rows
 from ..evaluate.plan import Plan, Planned
 from ..spec.judge import JudgeConfig
 from .grading import OUTCOME_SCHEMA, Graded
@@ -45,16 +45,18 @@ class JudgeHook:
 
     def _grade(self, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:
         if self.runner is None:
-            return _long(p, rows.select("case_id", "test_index", passed=pl.lit(None, pl.Boolean),
-                                        score=pl.lit(None, pl.Float64), reason=pl.lit(NO_JUDGE)))
+            return judged_rows(p, rows.select(
+                "case_id", "test_index", passed=pl.lit(None, pl.Boolean),
+                score=pl.lit(None, pl.Float64), reason=pl.lit(NO_JUDGE)))
         if p.kind is Kind.JUDGE_COST:
             from .cost import judge_cost
 
             return judge_cost(self, p, rows)
         null_rows = rows.filter(pl.col("output_kind") == "null")
         grade_rows = rows.filter(pl.col("output_kind") != "null")
-        parts = [null_rows.select("case_id", "test_index", passed=pl.lit(False),
-                                  score=pl.lit(0.0), reason=pl.lit("output is null"))]
+        parts = [null_rows.select("case_id", "test_index", passed=pl.lit(False),  # fails,
+                                  score=pl.lit(0.0), reason=pl.lit("output is null"),  # negated
+                                  stopped=pl.lit(True))]  # or not, as every type's does
         for (model, rubric, options), tests in self.groups(p, grade_rows).items():
             subset = grade_rows.filter(pl.col("test_index").is_in(tests))
             outcomes = p.atype.fn(self.graded(p, subset, model, rubric, dict(options)))
@@ -62,8 +64,8 @@ class JudgeHook:
                 self.case_cost.append(outcomes.select("case_id", "cost"))
                 outcomes = outcomes.drop("cost")
             parts.append(outcomes)
-        return _long(p, pl.concat([x.cast(pl.Schema({"test_index": pl.Int32, **OUTCOME_SCHEMA}))
-                                   for x in parts]))
+        schema = pl.Schema({"test_index": pl.Int32, **OUTCOME_SCHEMA})
+        return judged_rows(p, pl.concat([x.cast(schema) for x in parts], how="diagonal"))
 
     def graded(self, p: Planned, rows: pl.DataFrame, model: str | None, rubric: Any,
                options: dict[str, Any]) -> Graded:
@@ -112,22 +114,3 @@ def _thaw(value: Any) -> Any:
     import json
 
     return None if value is None else json.loads(value)
-
-
-def _long(p: Planned, outcomes: pl.DataFrame) -> pl.DataFrame:
-    """Outcomes -> RESULT_SCHEMA rows, with negation and error statuses."""
-    raw, negate = pl.col("passed"), p.spec.negate
-    passed = ~raw if negate else raw
-    score = (1.0 - pl.col("score")).clip(0.0, 1.0) if negate else pl.col("score")
-    reason = pl.col("reason")
-    if negate:
-        reason = pl.when(raw.is_null()).then(reason).when(~passed).then(pl.concat_str(
-            [pl.lit(f"Expected output to not pass {p.spec.type}: "),
-             pl.col("reason").fill_null("")])).otherwise(reason)
-    return outcomes.select(
-        "case_id", pl.col("test_index").cast(pl.Int32), pl.lit(p.key, pl.Int32).alias("key"),
-        status=pl.when(raw.is_null()).then(pl.lit("error")).when(passed).then(pl.lit("pass"))
-        .otherwise(pl.lit("fail")),
-        **{"pass": passed},
-        score=pl.when(raw.is_null()).then(None).otherwise(score),
-        reason=reason).cast(pl.Schema(RESULT_SCHEMA))

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import ray
 from conftest import write_suite
-from judge_server import JudgeServer, rubric_reply
+from judge_server import JUDGE_HEADER, RUBRIC_SUITE, graded_outputs, rubric_reply
 
 import checkllm_batch as cb
 from checkllm_batch.distributed import evaluate_frames, evaluate_ray
@@ -221,15 +221,7 @@ def test_resume_an_interrupted_run_from_its_shards(cluster, dataset, tmp_path):
         evaluate_ray(suite, str(root), db=db, resume=without.run_id)
 
 
-JUDGED = """
-judge:
-  model: gpt-4o-mini
-  api_key_env: CHECKLLM_TEST_JUDGE_KEY
-tests:
-  - description: t
-    assert:
-      - type: llm-rubric
-        value: the answer is good
+JUDGED = RUBRIC_SUITE + """\
       - type: g-eval
         value: the answer is coherent
       - type: contains
@@ -247,51 +239,33 @@ def answer(body: dict) -> str:
     return rubric_reply(body)
 
 
-def test_model_graded_through_the_driver_only(cluster, tmp_path, monkeypatch):
+@pytest.mark.parametrize("judge_server", [{"answer": answer}], indirect=True)
+def test_model_graded_through_the_driver_only(cluster, tmp_path, judge_server):
     """Workers record judge requests; the driver sends each distinct one once, through the
     run's runner (g-eval: two rounds, steps then scores); the verdicts are the
     single-machine run's; a second run sends nothing."""
-
-    from checkllm_batch.judge import JudgeConfig
-
-    monkeypatch.setenv("CHECKLLM_TEST_JUDGE_KEY", "sk-test-SECRET")
-    n, distinct = 600, 90
-    frame = pl.DataFrame({"test_id": ["t"] * n, "output": [
-        f"{'good' if i % distinct % 3 else 'bad'} answer {i % distinct} ✓" for i in range(n)]})
+    frame = graded_outputs(600, distinct=90)
     for k, part in enumerate((frame.head(250), frame.tail(350))):
         pq.write_table(part.to_arrow(), tmp_path / f"o-{k}.parquet", row_group_size=100)
+    files = str(tmp_path / "o-*.parquet")
     suite = write_suite(tmp_path, JUDGED)
-    server = JudgeServer(answer=answer).start()
-    try:
-        judge = JudgeConfig(model="gpt-4o-mini", base_url=server.url,
-                            api_key_env="CHECKLLM_TEST_JUDGE_KEY", concurrency=4,
-                            backoff_initial=0.01, backoff_max=0.5)
-        db = tmp_path / "r.duckdb"
-        many = cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray", db=db,
-                           batch_rows=100, judge_config=judge)
-        assert set(server.bodies.values()) == {1}  # each distinct request sent once
-        sent = sum(server.bodies.values())
-        assert many.con.execute("SELECT count(*) FROM judge_calls").fetchall() == [(sent,)]
-        one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
-        assert many.assertion_results.equals(one.assertion_results)
-        assert many.test_results.equals(one.test_results)
-        assert set(many.assertion_results["status"]) == {"pass", "fail"}  # graded, no errors
-        many.con.close()
-        before = server.counts["POST /v1/chat/completions"]
-        cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray", db=db,
-                    batch_rows=100, judge_config=judge)
-        assert server.counts["POST /v1/chat/completions"] == before  # the cache answers
-    finally:
-        server.stop()
+    judge = judge_server.config(concurrency=4)
+    db = tmp_path / "r.duckdb"
+    many = cb.evaluate(suite, files, engine="ray", db=db, batch_rows=100, judge_config=judge)
+    assert set(judge_server.bodies.values()) == {1}  # each distinct request sent once
+    sent = sum(judge_server.bodies.values())
+    assert many.con.execute("SELECT count(*) FROM judge_calls").fetchall() == [(sent,)]
+    one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
+    assert many.assertion_results.equals(one.assertion_results)
+    assert many.test_results.equals(one.test_results)
+    assert set(many.assertion_results["status"]) == {"pass", "fail"}  # graded, no errors
+    many.con.close()
+    before = judge_server.counts["POST /v1/chat/completions"]
+    cb.evaluate(suite, files, engine="ray", db=db, batch_rows=100, judge_config=judge)
+    assert judge_server.counts["POST /v1/chat/completions"] == before  # the cache answers
 
 
-ACROSS = """
-judge:
-  model: gpt-4o-mini
-  api_key_env: CHECKLLM_TEST_JUDGE_KEY
-tests:
-  - description: t
-    assert:
+ACROSS = JUDGE_HEADER + """\
       - {type: contains, value: good}
       - {type: levenshtein, value: "{{q}} good", threshold: 3}
       - {type: select-best, value: the best answer}
@@ -304,10 +278,10 @@ def pick_last(body: dict) -> str:
     return str(body["messages"][0]["content"].count("<Text index=") - 1)
 
 
-def test_select_best_and_max_score_across_fragments(cluster, tmp_path, monkeypatch):
+@pytest.mark.parametrize("judge_server", [{"answer": pick_last}], indirect=True)
+def test_select_best_and_max_score_across_fragments(cluster, tmp_path, judge_server):
     """The outputs of one test row (3 providers) sit in different files: decided over the
     loaded cases, as in one process."""
-    monkeypatch.setenv("CHECKLLM_TEST_JUDGE_KEY", "sk-test-SECRET")
     n = 300
     frame = pl.DataFrame({"test_id": ["t"] * 3 * n, "provider": [
         f"p{k}" for k in range(3) for _ in range(n)], "q": [f"q{i}" for _ in range(3)
@@ -318,17 +292,10 @@ def test_select_best_and_max_score_across_fragments(cluster, tmp_path, monkeypat
         pq.write_table(frame.slice(k * n, n).to_arrow(), tmp_path / f"o-{k}.parquet",
                        row_group_size=100)
     suite = write_suite(tmp_path, ACROSS)
-    server = JudgeServer(answer=pick_last).start()
-    try:
-        from checkllm_batch.judge import JudgeConfig
-
-        judge = JudgeConfig(model="gpt-4o-mini", base_url=server.url,
-                            api_key_env="CHECKLLM_TEST_JUDGE_KEY", concurrency=4)
-        many = cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray",
-                           batch_rows=100, judge_config=judge)
-        one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
-    finally:
-        server.stop()
+    judge = judge_server.config(concurrency=4)
+    many = cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray", batch_rows=100,
+                       judge_config=judge)
+    one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
     assert many.assertion_results.equals(one.assertion_results)
     assert many.test_results.equals(one.test_results)
     decided = many.assertion_results.filter(pl.col("type").is_in(["select-best", "max-score"]))

@@ -5,6 +5,7 @@ judge called from the driver only; lost workers, resumes and refusals at start."
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import ray
@@ -90,6 +92,59 @@ def test_same_results_as_one_process(cluster, dataset, tmp_path):
     assert many.derived_metrics.sort("provider").equals(one.derived_metrics.sort("provider"))
     status = many.con.execute("SELECT status, cases FROM runs").fetchall()
     assert status == [("finished", ROWS)]
+
+
+DATASETS = [  # (Ray Dataset of the files, the same rows from the Polars frame); lambdas, as
+    # Ray's workers cannot import this test module's functions. Ray Data makes one block of
+    # these few rows; repartition makes several (units of 2 blocks at batch_rows=700)
+    (lambda ds: ds, lambda f: f),
+    (lambda ds: ds.filter(lambda row: row["output"] is None or not row["output"].endswith("7"))
+     .map_batches(lambda t: t.set_column(t.schema.get_field_index("expected"), "expected",
+                                         pc.utf8_upper(t["expected"])),
+                  batch_format="pyarrow", batch_size=700).repartition(9),
+     lambda f: f.filter(pl.col("output").is_null() | ~pl.col("output").str.ends_with("7"))
+     .with_columns(pl.col("expected").str.to_uppercase())),
+    (lambda ds: ds.repartition(6).limit(2_345), lambda f: f.head(2_345)),
+]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """3,000 rows in three files of row groups of 250; their Parquet paths in order."""
+    root = tmp_path_factory.mktemp("small")
+    frame = outputs(3_000)
+    for n, (a, b) in enumerate([(0, 700), (700, 1_900), (1_900, 3_000)]):
+        pq.write_table(frame.slice(a, b - a).to_arrow(), root / f"part-{n}.parquet",
+                       row_group_size=250)
+    return sorted(str(p) for p in root.glob("*.parquet")), frame
+
+
+@pytest.mark.parametrize("ray_side, polars_side", DATASETS)
+def test_a_ray_dataset_gives_the_local_results_of_its_rows(cluster, small, tmp_path,
+                                                          ray_side, polars_side):
+    paths, frame = small
+    suite = write_suite(tmp_path, SUITE)
+    many = cb.evaluate(suite, ray_side(ray.data.read_parquet(paths)), engine="ray",
+                       batch_rows=700)
+    rows = polars_side(frame)
+    one = cb.evaluate(suite, rows.to_arrow())
+    assert many.test_results["case_id"].to_list() == list(range(rows.height))
+    for table in TABLES:
+        assert getattr(many, table).equals(getattr(one, table)), table
+    assert many.con.execute("SELECT status, outputs_path FROM runs").fetchall() == [
+        ("finished", "<ray dataset>")]
+
+
+def test_a_ray_dataset_is_not_resumed_nor_its_shards_reused(cluster, small, tmp_path):
+    paths, _ = small
+    suite = cb.load(write_suite(tmp_path, SUITE))
+    with pytest.raises(InputError, match="takes up a run over Parquet files"):
+        evaluate_ray(suite, ray.data.read_parquet(paths), db=tmp_path / "r.duckdb",
+                     resume="run-1")
+    shards = str(tmp_path / "shards")
+    evaluate_ray(suite, ray.data.read_parquet(paths), db=None, results=shards)
+    with pytest.raises(InputError, match="a Ray Dataset's shards are never reused"):
+        evaluate_ray(suite, ray.data.read_parquet(paths), db=None, results=shards)
 
 
 def test_shards_only_then_loaded_and_resumed(cluster, dataset, tmp_path):
@@ -240,18 +295,22 @@ def answer(body: dict) -> str:
 
 
 @pytest.mark.parametrize("judge_server", [{"answer": answer}], indirect=True)
-def test_model_graded_through_the_driver_only(cluster, tmp_path, judge_server):
+@pytest.mark.parametrize("as_dataset", [False, True])
+def test_model_graded_through_the_driver_only(cluster, tmp_path, judge_server, as_dataset):
     """Workers record judge requests; the driver sends each distinct one once, through the
     run's runner (g-eval: two rounds, steps then scores); the verdicts are the
-    single-machine run's; a second run sends nothing."""
+    single-machine run's; a second run sends nothing. Files, or a Ray Dataset of them
+    (its blocks held for every round)."""
     frame = graded_outputs(600, distinct=90)
     for k, part in enumerate((frame.head(250), frame.tail(350))):
         pq.write_table(part.to_arrow(), tmp_path / f"o-{k}.parquet", row_group_size=100)
     files = str(tmp_path / "o-*.parquet")
+    source = (lambda: ray.data.read_parquet(sorted(glob.glob(files)))) if as_dataset else (
+        lambda: files)
     suite = write_suite(tmp_path, JUDGED)
     judge = judge_server.config(concurrency=4)
     db = tmp_path / "r.duckdb"
-    many = cb.evaluate(suite, files, engine="ray", db=db, batch_rows=100, judge_config=judge)
+    many = cb.evaluate(suite, source(), engine="ray", db=db, batch_rows=100, judge_config=judge)
     assert set(judge_server.bodies.values()) == {1}  # each distinct request sent once
     sent = sum(judge_server.bodies.values())
     assert many.con.execute("SELECT count(*) FROM judge_calls").fetchall() == [(sent,)]
@@ -261,7 +320,7 @@ def test_model_graded_through_the_driver_only(cluster, tmp_path, judge_server):
     assert set(many.assertion_results["status"]) == {"pass", "fail"}  # graded, no errors
     many.con.close()
     before = judge_server.counts["POST /v1/chat/completions"]
-    cb.evaluate(suite, files, engine="ray", db=db, batch_rows=100, judge_config=judge)
+    cb.evaluate(suite, source(), engine="ray", db=db, batch_rows=100, judge_config=judge)
     assert judge_server.counts["POST /v1/chat/completions"] == before  # the cache answers
 
 

@@ -135,7 +135,7 @@ def test_a_ray_dataset_gives_the_local_results_of_its_rows(cluster, small, tmp_p
         ("finished", "<ray dataset>")]
 
 
-def test_a_ray_dataset_is_not_resumed_nor_its_shards_reused(cluster, small, tmp_path):
+def test_ray_dataset_refusals(cluster, small, tmp_path):
     paths, _ = small
     suite = cb.load(write_suite(tmp_path, SUITE))
     with pytest.raises(InputError, match="takes up a run over Parquet files"):
@@ -145,6 +145,11 @@ def test_a_ray_dataset_is_not_resumed_nor_its_shards_reused(cluster, small, tmp_
     evaluate_ray(suite, ray.data.read_parquet(paths), db=None, results=shards)
     with pytest.raises(InputError, match="a Ray Dataset's shards are never reused"):
         evaluate_ray(suite, ray.data.read_parquet(paths), db=None, results=shards)
+    with pytest.raises(InputError, match="<ray dataset>: no rows"):
+        evaluate_ray(suite, ray.data.read_parquet(paths).filter(lambda row: False), db=None)
+    renamed = ray.data.read_parquet(paths).rename_columns({"provider": "__provider"})
+    with pytest.raises(InputError, match="<ray dataset>: column '__provider' is reserved"):
+        evaluate_ray(suite, renamed, db=None)
 
 
 def test_shards_only_then_loaded_and_resumed(cluster, dataset, tmp_path):

@@ -49,7 +49,9 @@ def plan_blocks(dataset, rows: int) -> tuple[list[Block], dict[int, list]]:
     """The units of a Dataset, and each unit's block refs (kept by the driver, so the blocks
     stay in Ray's object store while the run lasts)."""
     pieces = _pieces(dataset)
-    check_columns(list(dataset.schema().names), DATASET)
+    schema = dataset.schema()  # None when no block came out: no rows, said by the caller
+    if schema is not None:
+        check_columns(list(schema.names), DATASET)
     units: list[Block] = []
     refs: dict[int, list] = {}
     first = 0

@@ -107,7 +107,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     Model-graded assertions go to the judge of `judge_config` (default: the suite's
     `judge:` block), through `judge` if given (else the OpenAI-compatible client).
     `resume` re-runs the run of that id in place: no judge call already answered is sent.
-    `engine="ray"` runs it on a Ray cluster (a Parquet dataset; see docs/ray.md)."""
+    `engine="ray"` runs it on a Ray cluster (Parquet files, or a Ray Dataset as `outputs`;
+    see docs/ray.md)."""
     from .judge.session import close_hook, open_hook
 
     if not isinstance(suite, Suite):

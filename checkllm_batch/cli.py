@@ -11,7 +11,14 @@ import polars as pl
 
 from . import api
 from .analysis.commands import compare_command, export_command, report_command
-from .cli_eval import check_output_flag, filtered, suite_path, warn_without_judge, write_output
+from .cli_eval import (
+    check_output_flag,
+    eval_on_ray,
+    filtered,
+    suite_path,
+    warn_without_judge,
+    write_output,
+)
 from .cli_support import EXIT_FAILED, FORMATS, UserError, emit, show, show_relation, user_errors
 
 
@@ -92,8 +99,6 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
         max_cost=max_cost, cache=False if no_cache else None)
     filters = Filters(filter_pattern, filter_first_n, filter_sample)
     if engine == "ray" or results:
-        from .distributed.command import eval_on_ray
-
         run = eval_on_ray(spec, outputs, db=_db_given(db, results), results=results,
                           batch_rows=batch_rows, resume=resume, judge_config=judge_config,
                           refused={

@@ -34,6 +34,18 @@ def verdicts(tmp_path: Path, assertion: dict, outputs: list, **vars: list) -> li
 
 
 @pytest.fixture
+def judge_server(request, monkeypatch):
+    """A local OpenAI-compatible judge on a free port, its key in the environment; options
+    by indirect parametrize."""
+    from judge_server import KEY_ENV, SECRET, JudgeServer
+
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    server = JudgeServer(**(getattr(request, "param", None) or {})).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def check(tmp_path):
     """check(assertion, output, **vars) -> (status, score) for one output."""
 

@@ -17,6 +17,31 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+KEY_ENV, SECRET = "CHECKLLM_TEST_JUDGE_KEY", "sk-test-SECRET-0123456789"
+# a suite's judge block and one test's assertions, to which a test adds its own lines
+JUDGE_HEADER = f"""
+judge:
+  model: gpt-4o-mini
+  api_key_env: {KEY_ENV}
+tests:
+  - description: t
+    assert:
+"""
+RUBRIC_SUITE = JUDGE_HEADER + """\
+      - type: llm-rubric
+        value: the answer is good
+"""
+
+
+def graded_outputs(n: int, distinct: int | None = None):
+    """Rows of test t: every third distinct output "bad" (failed by rubric_reply), with a
+    unicode tail."""
+    import polars as pl
+
+    distinct = distinct or n
+    texts = [f"{'good' if i % distinct % 3 else 'bad'} answer {i % distinct} ✓" for i in range(n)]
+    return pl.DataFrame({"test_id": ["t"] * n, "output": texts})
+
 
 def rubric_reply(body: dict[str, Any]) -> str:
     """Default grader: an output containing "good" passes; "garble" gets a malformed reply."""
@@ -68,6 +93,15 @@ class JudgeServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def config(self, **kw: Any):
+        """The JudgeConfig of a run judged by this server (fast retries for tests)."""
+        from checkllm_batch.judge import JudgeConfig
+
+        base = dict(model="gpt-4o-mini", base_url=self.url, api_key_env=KEY_ENV,
+                    concurrency=8, backoff_initial=0.01, backoff_max=0.5,
+                    batch_poll_seconds=0.01)
+        return JudgeConfig(**{**base, **kw})
 
     @property
     def answered(self) -> int:

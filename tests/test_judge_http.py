@@ -13,30 +13,12 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from judge_server import JudgeServer
+from conftest import write_suite
+from judge_server import KEY_ENV, SECRET
+from judge_server import RUBRIC_SUITE as SUITE
+from judge_server import graded_outputs as outputs
 
 from checkllm_batch import api
-from checkllm_batch.judge import JudgeConfig
-
-KEY_ENV, SECRET = "CHECKLLM_TEST_JUDGE_KEY", "sk-test-SECRET-0123456789"
-SUITE = """
-judge:
-  model: gpt-4o-mini
-  api_key_env: CHECKLLM_TEST_JUDGE_KEY
-tests:
-  - description: t
-    assert:
-      - type: llm-rubric
-        value: the answer is good
-"""
-
-
-@pytest.fixture
-def judge_server(request):
-    """A local OpenAI-compatible judge on a free port; options by indirect parametrize."""
-    server = JudgeServer(**(getattr(request, "param", None) or {})).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(autouse=True)
@@ -45,21 +27,7 @@ def key(monkeypatch):
 
 
 def suite(tmp_path: Path, text: str = SUITE) -> Path:
-    path = tmp_path / "suite.yaml"
-    path.write_text(text)
-    return path
-
-
-def outputs(n: int, distinct: int | None = None) -> pl.DataFrame:
-    distinct = distinct or n
-    texts = [f"{'good' if i % distinct % 3 else 'bad'} answer {i % distinct} ✓" for i in range(n)]
-    return pl.DataFrame({"test_id": ["t"] * n, "output": texts})
-
-
-def config(server: JudgeServer, **kw) -> JudgeConfig:
-    base = dict(model="gpt-4o-mini", base_url=server.url, api_key_env=KEY_ENV, concurrency=8,
-                backoff_initial=0.01, backoff_max=0.5, batch_poll_seconds=0.01)
-    return JudgeConfig(**{**base, **kw})
+    return write_suite(tmp_path, text)
 
 
 def verdicts(run: api.Run) -> list[tuple]:
@@ -73,7 +41,7 @@ def expected(frame: pl.DataFrame) -> list[str]:
 @pytest.mark.parametrize("judge_server", [{"fail_rate": 0.2, "seed": 7}], indirect=True)
 def test_no_case_lost_with_20_percent_faults(tmp_path, judge_server):
     frame = outputs(120)
-    run = api.evaluate(suite(tmp_path), frame, judge_config=config(judge_server))
+    run = api.evaluate(suite(tmp_path), frame, judge_config=judge_server.config())
     results = run.assertion_results
     assert results["status"].to_list() == expected(frame)
     assert judge_server.status[500] > 10  # faults were injected, and retried through
@@ -82,7 +50,7 @@ def test_no_case_lost_with_20_percent_faults(tmp_path, judge_server):
 
 def test_identical_requests_are_sent_once(tmp_path, judge_server):
     frame = outputs(300, distinct=12)
-    run = api.evaluate(suite(tmp_path), frame, judge_config=config(judge_server))
+    run = api.evaluate(suite(tmp_path), frame, judge_config=judge_server.config())
     assert run.assertion_results["status"].to_list() == expected(frame)
     assert judge_server.counts["POST /v1/chat/completions"] == 12
     assert set(judge_server.bodies.values()) == {1}
@@ -91,11 +59,11 @@ def test_identical_requests_are_sent_once(tmp_path, judge_server):
 def test_second_run_sends_nothing(tmp_path, judge_server):
     db = tmp_path / "r.duckdb"
     frame = outputs(40)
-    first = api.evaluate(suite(tmp_path), frame, db=db, judge_config=config(judge_server))
+    first = api.evaluate(suite(tmp_path), frame, db=db, judge_config=judge_server.config())
     first_verdicts = verdicts(first)
     first.con.close()
     sent = judge_server.counts["POST /v1/chat/completions"]
-    second = api.evaluate(suite(tmp_path), frame, db=db, judge_config=config(judge_server))
+    second = api.evaluate(suite(tmp_path), frame, db=db, judge_config=judge_server.config())
     assert judge_server.counts["POST /v1/chat/completions"] == sent == 40
     assert verdicts(second) == first_verdicts
 
@@ -103,14 +71,14 @@ def test_second_run_sends_nothing(tmp_path, judge_server):
 @pytest.mark.parametrize("judge_server", [{"rpm": 1200}], indirect=True)
 def test_rate_limited_endpoint_loses_nothing(tmp_path, judge_server):
     frame = outputs(60)
-    run = api.evaluate(suite(tmp_path), frame, judge_config=config(judge_server, concurrency=16))
+    run = api.evaluate(suite(tmp_path), frame, judge_config=judge_server.config(concurrency=16))
     assert run.assertion_results["status"].to_list() == expected(frame)
 
 
 def test_unparsable_reply_is_an_error_never_a_pass(tmp_path, judge_server):
     text = SUITE + "      - type: not-llm-rubric\n        value: is rude\n"
     frame = pl.DataFrame({"test_id": ["t"] * 3, "output": ["garble good", "good", ""]})
-    run = api.evaluate(suite(tmp_path, text), frame, judge_config=config(judge_server))
+    run = api.evaluate(suite(tmp_path, text), frame, judge_config=judge_server.config())
     rows = run.assertion_results.filter(pl.col("case_id") == 0)
     assert rows["status"].to_list() == ["error", "error"]
     assert rows["score"].to_list() == [None, None]
@@ -129,7 +97,7 @@ def test_unparsable_reply_is_recorded_and_asked_again_once_by_the_next_run(tmp_p
                                                           "garble good", "bad ünï"]})
     for sent in (3, 4):
         run = api.evaluate(suite(tmp_path), frame, db=db, batch_rows=2,
-                           judge_config=config(judge_server))
+                           judge_config=judge_server.config())
         assert run.assertion_results["status"].to_list() == ["error", "pass", "error", "fail"]
         assert judge_server.counts["POST /v1/chat/completions"] == sent
         statuses = run.con.execute("SELECT status, count(*) FROM judge_calls GROUP BY ALL "
@@ -141,7 +109,7 @@ def test_unparsable_reply_is_recorded_and_asked_again_once_by_the_next_run(tmp_p
 def test_budget_stops_spending(tmp_path, judge_server):
     frame = outputs(50)
     run = api.evaluate(suite(tmp_path), frame,
-                       judge_config=config(judge_server, max_cost=0.0005, max_tokens=50,
+                       judge_config=judge_server.config(max_cost=0.0005, max_tokens=50,
                                                  concurrency=2))
     results = run.assertion_results
     spent = run.con.execute("SELECT sum(cost) FROM judge_calls").fetchall()[0][0]
@@ -156,7 +124,7 @@ def test_budget_stops_spending(tmp_path, judge_server):
     ({"reject": lambda body: 400}, 400), ({"reject": lambda body: 401}, 401),
     ({"reject": lambda body: 404}, 404)], indirect=["judge_server"])
 def test_400_401_404_are_not_retried_and_the_key_is_not_echoed(tmp_path, judge_server, status):
-    run = api.evaluate(suite(tmp_path), outputs(3), judge_config=config(judge_server))
+    run = api.evaluate(suite(tmp_path), outputs(3), judge_config=judge_server.config())
     assert judge_server.counts["POST /v1/chat/completions"] == 3
     assert set(run.assertion_results["status"]) == {"error"}
     assert all(f"HTTP {status}" in r for r in run.assertion_results["reason"])
@@ -167,10 +135,10 @@ def test_400_401_404_are_not_retried_and_the_key_is_not_echoed(tmp_path, judge_s
 
 def test_batch_mode_gives_the_online_verdicts(tmp_path, judge_server):
     frame = outputs(30)
-    online = api.evaluate(suite(tmp_path), frame, judge_config=config(judge_server))
+    online = api.evaluate(suite(tmp_path), frame, judge_config=judge_server.config())
     chat_calls = judge_server.counts["POST /v1/chat/completions"]
     batch = api.evaluate(suite(tmp_path), frame, db=tmp_path / "b.duckdb",
-                         judge_config=config(judge_server, mode="batch"))
+                         judge_config=judge_server.config(mode="batch"))
     assert verdicts(batch) == verdicts(online)
     assert judge_server.counts["POST /v1/chat/completions"] == chat_calls
     assert judge_server.counts["POST /v1/batches"] == 1

@@ -5,6 +5,7 @@ judge called from the driver only; lost workers, resumes and refusals at start."
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import subprocess
@@ -13,11 +14,12 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import ray
 from conftest import write_suite
-from judge_server import JudgeServer, rubric_reply
+from judge_server import JUDGE_HEADER, RUBRIC_SUITE, graded_outputs, rubric_reply
 
 import checkllm_batch as cb
 from checkllm_batch.distributed import evaluate_frames, evaluate_ray
@@ -90,6 +92,64 @@ def test_same_results_as_one_process(cluster, dataset, tmp_path):
     assert many.derived_metrics.sort("provider").equals(one.derived_metrics.sort("provider"))
     status = many.con.execute("SELECT status, cases FROM runs").fetchall()
     assert status == [("finished", ROWS)]
+
+
+DATASETS = [  # (Ray Dataset of the files, the same rows from the Polars frame); lambdas, as
+    # Ray's workers cannot import this test module's functions. Ray Data makes one block of
+    # these few rows; repartition makes several (units of 2 blocks at batch_rows=700)
+    (lambda ds: ds, lambda f: f),
+    (lambda ds: ds.filter(lambda row: row["output"] is None or not row["output"].endswith("7"))
+     .map_batches(lambda t: t.set_column(t.schema.get_field_index("expected"), "expected",
+                                         pc.utf8_upper(t["expected"])),
+                  batch_format="pyarrow", batch_size=700).repartition(9),
+     lambda f: f.filter(pl.col("output").is_null() | ~pl.col("output").str.ends_with("7"))
+     .with_columns(pl.col("expected").str.to_uppercase())),
+    (lambda ds: ds.repartition(6).limit(2_345), lambda f: f.head(2_345)),
+]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """3,000 rows in three files of row groups of 250; their Parquet paths in order."""
+    root = tmp_path_factory.mktemp("small")
+    frame = outputs(3_000)
+    for n, (a, b) in enumerate([(0, 700), (700, 1_900), (1_900, 3_000)]):
+        pq.write_table(frame.slice(a, b - a).to_arrow(), root / f"part-{n}.parquet",
+                       row_group_size=250)
+    return sorted(str(p) for p in root.glob("*.parquet")), frame
+
+
+@pytest.mark.parametrize("ray_side, polars_side", DATASETS)
+def test_a_ray_dataset_gives_the_local_results_of_its_rows(cluster, small, tmp_path,
+                                                          ray_side, polars_side):
+    paths, frame = small
+    suite = write_suite(tmp_path, SUITE)
+    many = cb.evaluate(suite, ray_side(ray.data.read_parquet(paths)), engine="ray",
+                       batch_rows=700)
+    rows = polars_side(frame)
+    one = cb.evaluate(suite, rows.to_arrow())
+    assert many.test_results["case_id"].to_list() == list(range(rows.height))
+    for table in TABLES:
+        assert getattr(many, table).equals(getattr(one, table)), table
+    assert many.con.execute("SELECT status, outputs_path FROM runs").fetchall() == [
+        ("finished", "<ray dataset>")]
+
+
+def test_ray_dataset_refusals(cluster, small, tmp_path):
+    paths, _ = small
+    suite = cb.load(write_suite(tmp_path, SUITE))
+    with pytest.raises(InputError, match="takes up a run over Parquet files"):
+        evaluate_ray(suite, ray.data.read_parquet(paths), db=tmp_path / "r.duckdb",
+                     resume="run-1")
+    shards = str(tmp_path / "shards")
+    evaluate_ray(suite, ray.data.read_parquet(paths), db=None, results=shards)
+    with pytest.raises(InputError, match="a Ray Dataset's shards are never reused"):
+        evaluate_ray(suite, ray.data.read_parquet(paths), db=None, results=shards)
+    with pytest.raises(InputError, match="<ray dataset>: no rows"):
+        evaluate_ray(suite, ray.data.read_parquet(paths).filter(lambda row: False), db=None)
+    renamed = ray.data.read_parquet(paths).rename_columns({"provider": "__provider"})
+    with pytest.raises(InputError, match="<ray dataset>: column '__provider' is reserved"):
+        evaluate_ray(suite, renamed, db=None)
 
 
 def test_shards_only_then_loaded_and_resumed(cluster, dataset, tmp_path):
@@ -221,15 +281,7 @@ def test_resume_an_interrupted_run_from_its_shards(cluster, dataset, tmp_path):
         evaluate_ray(suite, str(root), db=db, resume=without.run_id)
 
 
-JUDGED = """
-judge:
-  model: gpt-4o-mini
-  api_key_env: CHECKLLM_TEST_JUDGE_KEY
-tests:
-  - description: t
-    assert:
-      - type: llm-rubric
-        value: the answer is good
+JUDGED = RUBRIC_SUITE + """\
       - type: g-eval
         value: the answer is coherent
       - type: contains
@@ -247,51 +299,37 @@ def answer(body: dict) -> str:
     return rubric_reply(body)
 
 
-def test_model_graded_through_the_driver_only(cluster, tmp_path, monkeypatch):
+@pytest.mark.parametrize("judge_server", [{"answer": answer}], indirect=True)
+@pytest.mark.parametrize("as_dataset", [False, True])
+def test_model_graded_through_the_driver_only(cluster, tmp_path, judge_server, as_dataset):
     """Workers record judge requests; the driver sends each distinct one once, through the
     run's runner (g-eval: two rounds, steps then scores); the verdicts are the
-    single-machine run's; a second run sends nothing."""
-
-    from checkllm_batch.judge import JudgeConfig
-
-    monkeypatch.setenv("CHECKLLM_TEST_JUDGE_KEY", "sk-test-SECRET")
-    n, distinct = 600, 90
-    frame = pl.DataFrame({"test_id": ["t"] * n, "output": [
-        f"{'good' if i % distinct % 3 else 'bad'} answer {i % distinct} ✓" for i in range(n)]})
+    single-machine run's; a second run sends nothing. Files, or a Ray Dataset of them
+    (its blocks held for every round)."""
+    frame = graded_outputs(600, distinct=90)
     for k, part in enumerate((frame.head(250), frame.tail(350))):
         pq.write_table(part.to_arrow(), tmp_path / f"o-{k}.parquet", row_group_size=100)
+    files = str(tmp_path / "o-*.parquet")
+    source = (lambda: ray.data.read_parquet(sorted(glob.glob(files)))) if as_dataset else (
+        lambda: files)
     suite = write_suite(tmp_path, JUDGED)
-    server = JudgeServer(answer=answer).start()
-    try:
-        judge = JudgeConfig(model="gpt-4o-mini", base_url=server.url,
-                            api_key_env="CHECKLLM_TEST_JUDGE_KEY", concurrency=4,
-                            backoff_initial=0.01, backoff_max=0.5)
-        db = tmp_path / "r.duckdb"
-        many = cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray", db=db,
-                           batch_rows=100, judge_config=judge)
-        assert set(server.bodies.values()) == {1}  # each distinct request sent once
-        sent = sum(server.bodies.values())
-        assert many.con.execute("SELECT count(*) FROM judge_calls").fetchall() == [(sent,)]
-        one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
-        assert many.assertion_results.equals(one.assertion_results)
-        assert many.test_results.equals(one.test_results)
-        assert set(many.assertion_results["status"]) == {"pass", "fail"}  # graded, no errors
-        many.con.close()
-        before = server.counts["POST /v1/chat/completions"]
-        cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray", db=db,
-                    batch_rows=100, judge_config=judge)
-        assert server.counts["POST /v1/chat/completions"] == before  # the cache answers
-    finally:
-        server.stop()
+    judge = judge_server.config(concurrency=4)
+    db = tmp_path / "r.duckdb"
+    many = cb.evaluate(suite, source(), engine="ray", db=db, batch_rows=100, judge_config=judge)
+    assert set(judge_server.bodies.values()) == {1}  # each distinct request sent once
+    sent = sum(judge_server.bodies.values())
+    assert many.con.execute("SELECT count(*) FROM judge_calls").fetchall() == [(sent,)]
+    one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
+    assert many.assertion_results.equals(one.assertion_results)
+    assert many.test_results.equals(one.test_results)
+    assert set(many.assertion_results["status"]) == {"pass", "fail"}  # graded, no errors
+    many.con.close()
+    before = judge_server.counts["POST /v1/chat/completions"]
+    cb.evaluate(suite, source(), engine="ray", db=db, batch_rows=100, judge_config=judge)
+    assert judge_server.counts["POST /v1/chat/completions"] == before  # the cache answers
 
 
-ACROSS = """
-judge:
-  model: gpt-4o-mini
-  api_key_env: CHECKLLM_TEST_JUDGE_KEY
-tests:
-  - description: t
-    assert:
+ACROSS = JUDGE_HEADER + """\
       - {type: contains, value: good}
       - {type: levenshtein, value: "{{q}} good", threshold: 3}
       - {type: select-best, value: the best answer}
@@ -304,10 +342,10 @@ def pick_last(body: dict) -> str:
     return str(body["messages"][0]["content"].count("<Text index=") - 1)
 
 
-def test_select_best_and_max_score_across_fragments(cluster, tmp_path, monkeypatch):
+@pytest.mark.parametrize("judge_server", [{"answer": pick_last}], indirect=True)
+def test_select_best_and_max_score_across_fragments(cluster, tmp_path, judge_server):
     """The outputs of one test row (3 providers) sit in different files: decided over the
     loaded cases, as in one process."""
-    monkeypatch.setenv("CHECKLLM_TEST_JUDGE_KEY", "sk-test-SECRET")
     n = 300
     frame = pl.DataFrame({"test_id": ["t"] * 3 * n, "provider": [
         f"p{k}" for k in range(3) for _ in range(n)], "q": [f"q{i}" for _ in range(3)
@@ -318,17 +356,10 @@ def test_select_best_and_max_score_across_fragments(cluster, tmp_path, monkeypat
         pq.write_table(frame.slice(k * n, n).to_arrow(), tmp_path / f"o-{k}.parquet",
                        row_group_size=100)
     suite = write_suite(tmp_path, ACROSS)
-    server = JudgeServer(answer=pick_last).start()
-    try:
-        from checkllm_batch.judge import JudgeConfig
-
-        judge = JudgeConfig(model="gpt-4o-mini", base_url=server.url,
-                            api_key_env="CHECKLLM_TEST_JUDGE_KEY", concurrency=4)
-        many = cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray",
-                           batch_rows=100, judge_config=judge)
-        one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
-    finally:
-        server.stop()
+    judge = judge_server.config(concurrency=4)
+    many = cb.evaluate(suite, str(tmp_path / "o-*.parquet"), engine="ray", batch_rows=100,
+                       judge_config=judge)
+    one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
     assert many.assertion_results.equals(one.assertion_results)
     assert many.test_results.equals(one.test_results)
     decided = many.assertion_results.filter(pl.col("type").is_in(["select-best", "max-score"]))

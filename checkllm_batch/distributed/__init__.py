@@ -1,6 +1,6 @@
 """The same evaluation on a Ray cluster (`--engine ray`, the `checkllm-batch[ray]` extra):
-Parquet fragments evaluated by Ray tasks into Parquet shards, loaded into the results
-database as one run. See docs/ray.md."""
+Parquet fragments (or a Ray Dataset's blocks) evaluated by Ray tasks into Parquet shards,
+loaded into the results database as one run. See docs/ray.md."""
 
 from .batch import evaluate_frames
 from .engine import evaluate_on, evaluate_ray

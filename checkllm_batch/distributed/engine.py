@@ -1,8 +1,9 @@
-"""--engine ray: the evaluation of a Parquet dataset on a Ray cluster.
+"""--engine ray: the evaluation of a Parquet dataset (or a Ray Dataset) on a Ray cluster.
 
-The driver plans fragments from the files' footers, one Ray task evaluates each into
-Parquet shards, and with a database the shards are loaded into it as one run, which ends
-as the single-machine run ends (named and derived metrics, status `finished`)."""
+The driver plans fragments from the files' footers (or units of a Dataset's blocks), one
+Ray task evaluates each into Parquet shards, and with a database the shards are loaded
+into it as one run, which ends as the single-machine run ends (named and derived metrics,
+status `finished`)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,10 @@ from ..spec.model import Suite
 from ..store import results as store
 from ..store.across import finish_across
 from .batch import TABLES
-from .fragments import Fragment, filesystem, parquet_files, plan_fragments
+from .blocks import DATASET, is_dataset, plan_blocks
+from .fragments import filesystem, parquet_files, plan_fragments
 from .judging import rounds
-from .shards import done, run_fragment, shard_path
+from .shards import done, run_unit, shard_path
 
 # one evaluating process per task, and the libraries that fan out to every core kept to it
 TASK_ENV = {"CHECKLLM_WORKERS": "1", "POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1",
@@ -70,31 +72,24 @@ def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory
                  config: dict[str, Any] | None = None, num_cpus: int | None = None,
                  resume: str | None = None, judge_config: JudgeConfig | None = None,
                  judge: Judge | None = None):
-    """Evaluate a Parquet dataset (a file, a directory or a glob; local or a URI) on Ray.
-    Shards go to `results` (kept) or a temporary directory (removed); with `db` they are
-    loaded into it and the Run is returned, else the manifest of the shards. `resume`
-    takes up a stopped run of `db` again: the fragments whose shards it wrote are kept.
-    Model-graded assertions go to the judge of `judge_config` (default: the suite's) from
-    this process only (docs/ray.md)."""
-    if not isinstance(outputs, (str, Path)):
-        raise InputError("--engine ray reads Parquet files: give a path, a directory or a "
-                         "glob (e.g. 'outputs/*.parquet')")
+    """Evaluate a Parquet dataset (a file, a directory or a glob; local or a URI), or a Ray
+    Dataset, on Ray. Shards go to `results` (kept) or a temporary directory (removed); with
+    `db` they are loaded into it and the Run is returned, else the manifest of the shards.
+    `resume` takes up a stopped run of `db` over Parquet files again: the fragments whose
+    shards it wrote are kept. Model-graded assertions go to the judge of `judge_config`
+    (default: the suite's) from this process only (docs/ray.md)."""
     plan = build_plan(suite)
     check_supported(plan, db)
     judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
-    source = str(outputs)
-    fs, files = parquet_files(source)
-    fragments = plan_fragments(fs, files, batch_rows)
-    if not fragments:
-        raise InputError(f"{source}: no rows")
+    source, fragments, refs = _units(outputs, batch_rows, resume)
     con = store.connect(db) if db is not None else None
     if results is not None and "://" not in results:
         results = os.path.abspath(results)
     if resume:
         results = _resumable(con, resume, source)
     with _results_dir(results) as directory:
-        manifest = _manifest(directory, suite, source, fragments)
-        work = Work(suite, source, directory, batch_rows, judge_config)
+        manifest = _manifest(directory, suite, source, fragments, reuse=refs is None)
+        work = Work(suite, source, directory, batch_rows, judge_config, refs)
         if con is None:
             with _judge(plan, store.connect(":memory:"), None, judge_config, judge) as hook:
                 work.run(fragments, hook.runner, num_cpus)
@@ -126,6 +121,28 @@ def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory
     return Run(con, run_id)
 
 
+def _units(outputs: Any, batch_rows: int, resume: str | None
+           ) -> tuple[str, list, dict[int, list] | None]:
+    """(the outputs' name, the units of work, and for a Ray Dataset each unit's blocks)."""
+    if is_dataset(outputs):
+        if resume:
+            raise InputError("resume (--resume) takes up a run over Parquet files: a Ray "
+                             "Dataset's rows are not identified across runs (write it with "
+                             "write_parquet and evaluate the files to resume)")
+        units, refs = plan_blocks(outputs, batch_rows)
+        source: str = DATASET
+    elif isinstance(outputs, (str, Path)):
+        source, refs = str(outputs), None
+        units = plan_fragments(*parquet_files(source), batch_rows)
+    else:
+        raise InputError("--engine ray reads Parquet files or a Ray Dataset: give a path, a "
+                         "directory or a glob (e.g. 'outputs/*.parquet'), or "
+                         "ray.data.read_parquet(...)")
+    if not units:
+        raise InputError(f"{source}: no rows")
+    return source, units, refs
+
+
 def _resumable(con, run_id: str, source: str) -> str:
     """The shards directory of a Ray run to resume (it must have kept them: --results)."""
     if con is None:
@@ -152,13 +169,17 @@ def _results_dir(results: str | None) -> Iterator[str]:
         yield directory
 
 
-def _manifest(directory: str, suite: Suite, source: str, fragments: list[Fragment]) -> dict:
-    """The suite and fragments of this run, written beside the shards; shards already
-    there are kept only when they come from the same suite and fragments (a resumed run)."""
+def _manifest(directory: str, suite: Suite, source: str, fragments: list, reuse: bool) -> dict:
+    """The suite and units of this run, written beside the shards; shards already there
+    are kept only when they come from the same suite and fragments (a resumed run), and
+    never for a Ray Dataset (`reuse` False: its rows are not identified across runs)."""
     spec = json.dumps(suite.to_json(), sort_keys=True, default=str).encode()
     manifest = {"outputs": source, "suite": hashlib.sha256(spec).hexdigest(),
                 "fragments": [f.record() for f in fragments]}
     fs, path = filesystem(f"{directory.rstrip('/')}/{MANIFEST}")
+    if fs.get_file_info(path).is_file and not reuse:
+        raise InputError(f"{directory}: holds shards already, and a Ray Dataset's shards are "
+                         "never reused: give an empty --results directory")
     if fs.get_file_info(path).is_file:
         with fs.open_input_stream(path) as f:
             if json.loads(f.read()) != manifest:
@@ -184,16 +205,22 @@ def _judge(plan: Plan, con, run_id: str | None, config: JudgeConfig, judge: Judg
 
 @dataclass
 class Work:
-    """The Ray tasks of a run: one per fragment not yet in `directory`, in rounds while
-    judge requests are pending; Ray retries a task whose worker dies."""
+    """The Ray tasks of a run: one per unit (fragment, or a Dataset's blocks in `refs`) not
+    yet in `directory`, in rounds while judge requests are pending; Ray retries a task
+    whose worker dies."""
 
     suite: Suite
     source: str
     directory: str
     batch_rows: int
     judge_config: JudgeConfig
+    refs: dict[int, list] | None = None
 
-    def run(self, fragments: list[Fragment], runner, num_cpus: int | None) -> None:
+    def data(self, unit) -> list:
+        """What a unit's task reads: the dataset's path, or the unit's Ray blocks."""
+        return [self.source] if self.refs is None else self.refs[unit.index]
+
+    def run(self, fragments: list, runner, num_cpus: int | None) -> None:
         try:
             import ray
         except ModuleNotFoundError:
@@ -201,14 +228,14 @@ class Work:
                              ) from None
         started = _connect(ray, num_cpus)
         try:
-            task = ray.remote(run_fragment).options(
+            task = ray.remote(run_unit).options(
                 num_cpus=1, max_retries=3, runtime_env={"env_vars": TASK_ENV})
             suite = ray.put(self.suite)
 
-            def run_round(todo: list[Fragment], known: dict) -> list:
+            def run_round(todo: list, known: dict) -> list:
                 replies = ray.put(known)
-                outs = ray.get([task.remote(suite, self.source, f, self.directory,
-                                            self.batch_rows, self.judge_config, replies)
+                outs = ray.get([task.remote(suite, f, self.directory, self.batch_rows,
+                                            self.judge_config, replies, *self.data(f))
                                 for f in todo])
                 return [(f, out.get("missing", [])) for f, out in zip(todo, outs)]
 
@@ -237,7 +264,7 @@ def _connect(ray, num_cpus: int | None) -> bool:
     return True
 
 
-def _load(con, run_id: str, directory: str, fragments: list[Fragment]) -> None:
+def _load(con, run_id: str, directory: str, fragments: list) -> None:
     """The shards into the run's tables, fragment by fragment in case order."""
     for f in fragments:
         frames = [pl.read_parquet(shard_path(directory, t, f.index)) for t in TABLES]

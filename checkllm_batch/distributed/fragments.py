@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
+from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -27,6 +28,16 @@ class Fragment:
 
     def record(self) -> dict:
         return {**asdict(self), "row_groups": list(self.row_groups)}
+
+    @property
+    def name(self) -> str:
+        return self.path
+
+    def batches(self, data: tuple[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """Its rows, read from its file (data: the dataset's path, naming its filesystem)."""
+        with dataset_fs(data[0]).open_input_file(self.path) as f:
+            yield from pq.ParquetFile(f).iter_batches(batch_size=batch_rows,
+                                                      row_groups=list(self.row_groups))
 
 
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -75,19 +86,29 @@ def plan_fragments(fs: pafs.FileSystem, files: list[str], rows: int) -> list[Fra
     first = 0
     for path in files:
         meta = _footer(fs, path)
-        group: list[int] = []
-        size = 0
-        for rg in range(meta.num_row_groups):
-            n = meta.row_group(rg).num_rows
-            if group and size + n > rows:
-                fragments.append(Fragment(len(fragments), path, tuple(group), first, size))
-                first, group, size = first + size, [], 0
-            group.append(rg)
-            size += n
-        if size:
+        sizes = [meta.row_group(rg).num_rows for rg in range(meta.num_row_groups)]
+        for group in group_sizes(sizes, rows):
+            size = sum(sizes[rg] for rg in group)
             fragments.append(Fragment(len(fragments), path, tuple(group), first, size))
             first += size
     return fragments
+
+
+def group_sizes(sizes: list[int], rows: int) -> list[list[int]]:
+    """The indices of `sizes` in runs of about `rows` (a run holds at least one; empty
+    pieces are left out)."""
+    runs: list[list[int]] = []
+    run: list[int] = []
+    total = 0
+    for i, n in enumerate(sizes):
+        if not n:
+            continue
+        if run and total + n > rows:
+            runs.append(run)
+            run, total = [], 0
+        run.append(i)
+        total += n
+    return runs + [run] if run else runs
 
 
 def _footer(fs: pafs.FileSystem, path: str) -> pq.FileMetaData:

@@ -1,9 +1,11 @@
-"""What a cluster task does with one fragment: read its row groups with pyarrow, evaluate
-them batch by batch, write one Parquet shard per result table. Shards are written under a
+"""What a cluster task does with one unit of work (a fragment, or a Dataset's blocks):
+read its rows, evaluate them batch by batch, write one Parquet shard per result table. Shards are written under a
 temporary name and renamed, so a shard that exists is whole: a retried task rewrites the
 same rows, and a stopped run resumes from the shards it has."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -11,7 +13,7 @@ import pyarrow.parquet as pq
 from ..load.outputs import checked
 from ..spec.model import Suite
 from .batch import TABLES, BatchEvaluator
-from .fragments import Fragment, dataset_fs, filesystem
+from .fragments import filesystem
 from .judging import RecordingRunner
 
 
@@ -26,28 +28,26 @@ def done(results: str, index: int) -> bool:
     return all(info.is_file for info in fs.get_file_info(paths))
 
 
-def run_fragment(suite: Suite, outputs: str, fragment: Fragment, results: str,
-                 batch_rows: int, judge_config=None, known: dict | None = None) -> dict:
-    """Evaluate one fragment into its shards: the counts of its test statuses. With judge
-    requests not in `known` (replies by hash), nothing is written: {"missing": requests}."""
-    fs = dataset_fs(outputs)
+def run_unit(suite: Suite, unit: Any, results: str, batch_rows: int, judge_config=None,
+             known: dict | None = None, *data: Any) -> dict:
+    """Evaluate one unit (a Fragment, with the dataset's path as `data`; or a Block, with
+    its Ray blocks) into its shards: the counts of its test statuses. With judge requests
+    not in `known` (replies by hash), nothing is written: {"missing": requests}."""
     runner = RecordingRunner(known or {}) if judge_config and judge_config.enabled else None
-    evaluator = BatchEvaluator(suite, fragment.path, judge_config, runner)
+    evaluator = BatchEvaluator(suite, unit.name, judge_config, runner)
     parts: dict[str, list[pl.DataFrame]] = {t: [] for t in TABLES}
-    first = fragment.first_case_id
-    with fs.open_input_file(fragment.path) as f:
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows,
-                                                     row_groups=list(fragment.row_groups)):
-            for table, frame in evaluator.frames(checked(batch, fragment.path), first).items():
-                parts[table].append(frame)
-            first += batch.num_rows
+    first = unit.first_case_id
+    for batch in unit.batches(data, batch_rows):
+        for table, frame in evaluator.frames(checked(batch, unit.name), first).items():
+            parts[table].append(frame)
+        first += batch.num_rows
     if runner is not None and runner.missing:
-        return {"fragment": fragment.index, "missing": list(runner.missing.values())}
+        return {"unit": unit.index, "missing": list(runner.missing.values())}
     frames = {t: pl.concat(p) for t, p in parts.items()}
     for table, frame in frames.items():
-        _write(frame, shard_path(results, table, fragment.index))
+        _write(frame, shard_path(results, table, unit.index))
     tests = frames["test_results"]
-    return {"fragment": fragment.index, "rows": tests.height,
+    return {"unit": unit.index, "rows": tests.height,
             **{s: int((tests["status"] == s).sum()) for s in ("pass", "fail", "error")}}
 
 

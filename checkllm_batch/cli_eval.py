@@ -114,7 +114,7 @@ def eval_on_ray(spec, outputs: str | None, *, db: str | None, results: str | Non
     run = evaluate_ray(spec, outputs, db=db, results=results, batch_rows=batch_rows,
                        config={"outputs": outputs, "db": db, "batch_rows": batch_rows},
                        resume=resume, judge_config=judge_config)
-    if db is not None:
+    if db is not None or results is None:  # (no db: refused above unless results is given)
         return run
     totals = shard_totals(results)
     click.echo(f"{totals['cases']} cases, {totals['pass']} passed, {totals['fail']} failed, "

@@ -11,8 +11,8 @@ from conftest import ROOT
 CALLBACKS = {"map_batches", "map_elements", "map_rows", "iter_rows", "apply"}
 MATERIALISE = {"to_list", "to_dicts", "rows", "iter_rows"}
 ALLOWED = {  # module: the library it runs over distinct values
-    "assertions/distinct.py": "the one over-distinct helper",
-    "assertions/values.py": "type compilers (regex, schema, lists) once per distinct value",
+    "assertions/_support/distinct.py": "the one over-distinct helper",
+    "assertions/_support/values.py": "type compilers (regex, schema, lists) once per distinct value",
     "spec/template.py": "jinja2, once per distinct vars",
     "assertions/distance.py": "rapidfuzz over the batch",
     "assertions/overlap.py": "js-rouge / BLEU tokenisation",

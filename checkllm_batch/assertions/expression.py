@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from . import caseframe
+from ._support import caseframe
 from .registry import Ctx, Verdict, assertion
 
 ENGINES = ("duckdb", "polars")

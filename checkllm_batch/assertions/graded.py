@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import polars as pl
 
-from . import prompts, replies
+from ._support import prompts, replies
 from .registry import Kind, Value, assertion
 
 if TYPE_CHECKING:

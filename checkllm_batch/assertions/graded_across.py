@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..spec.model import AssertionSpec
-from . import prompts, replies
+from ._support import prompts, replies
 from .graded import _messages
 from .registry import Kind, Value, assertion
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from . import prompts, replies
+from ._support import prompts, replies
 from .graded import _messages, _needs, _text_value, _values, _with_vars, graded
 from .registry import Value
 from .text import js_string

@@ -15,8 +15,8 @@ import orjson
 import polars as pl
 import yaml
 
-from .distinct import Outcome
-from .jsonformats import AJV_FORMATS, with_number_formats
+from ._support.distinct import Outcome
+from ._support.jsonformats import AJV_FORMATS, with_number_formats
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
 # (instance, the text it was parsed from) -> None when the instance conforms, else the error

@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from .htmlnames import HTML_ELEMENTS
+from ._support.htmlnames import HTML_ELEMENTS
 from .registry import Ctx, Kind, Value, Verdict, assertion
 from .words import JS_CHARS
 

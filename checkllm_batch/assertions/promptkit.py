@@ -12,10 +12,10 @@ import orjson
 import polars as pl
 
 from ..spec import template
-from .distinct import Outcome
+from ._support.distinct import Outcome
+from ._support.values import number
 from .registry import Ctx, Kind, Value, Verdict, assertion
 from .text import item_hits, plain_items, split_items
-from .values import number
 
 
 def _count(value: Any, spec: Any) -> int:

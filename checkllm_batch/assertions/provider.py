@@ -7,8 +7,8 @@ from typing import Any
 import polars as pl
 
 from ..spec.model import AssertionSpec
+from ._support.values import number
 from .registry import Ctx, Value, Verdict, assertion
-from .values import number
 
 
 def _limit(value: Any, spec: AssertionSpec) -> float:

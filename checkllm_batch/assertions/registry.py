@@ -17,9 +17,9 @@ import polars as pl
 
 from ..errors import did_you_mean
 from ..spec.model import AssertionSpec
-from .distinct import Outcome, over_distinct
-from .pool import over_distinct_pool
-from .values import PREPARED_ERROR, RowValues, literal_column
+from ._support.distinct import Outcome, over_distinct
+from ._support.pool import over_distinct_pool
+from ._support.values import PREPARED_ERROR, RowValues, literal_column
 
 
 class Kind(enum.Enum):

@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 import polars as pl
 
-from . import caseframe
-from .distinct import per_distinct
+from ._support import caseframe
+from ._support.distinct import per_distinct
 from .registry import NAMED_SCORES, Ctx, Kind, Verdict, assertion
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String, "named": NAMED_SCORES}

@@ -8,8 +8,8 @@ from typing import Any, Callable
 import orjson
 import polars as pl
 
-from .distinct import Outcome
-from .jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
+from ._support.distinct import Outcome
+from ._support.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from .registry import Ctx, Verdict, assertion
 
 

@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 import polars as pl
 
-from .distinct import Outcome, over_distinct
+from ._support.distinct import Outcome, over_distinct
+from ._support.values import number
 from .registry import Ctx, Kind, Value, Verdict, assertion
 from .text import plain_items, split_items
-from .values import number
 
 Call = tuple[str, Any, Any]  # (name, parsed arguments, error or None)
 

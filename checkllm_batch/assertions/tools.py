@@ -18,9 +18,9 @@ import orjson
 import polars as pl
 
 from ..spec import template
-from .pool import over_distinct_pool
+from ._support.pool import over_distinct_pool
+from ._support.toolnames import ToolCallParseError, tool_names
 from .registry import Ctx, Kind, Value, Verdict, assertion
-from .toolnames import ToolCallParseError, tool_names
 
 NO_TOOLS = ("no tools declared: give them in the assertion (value or config.tools), in the "
             "config of the case's provider under `providers:`, or in a `tools` column")

@@ -20,7 +20,7 @@ import orjson
 import polars as pl
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from . import caseframe
+from ._support import caseframe
 from .registry import Ctx, Kind, Verdict, assertion
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String}

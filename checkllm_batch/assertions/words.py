@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 
-from .refusal import PHRASES, PREFIXES
+from ._support.refusal import PHRASES, PREFIXES
 from .registry import Ctx, Value, Verdict, assertion
 
 # JavaScript's \s (what promptfoo splits words on), as a Rust regex class.

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ..assertions._support.values import RowValues
 from ..assertions.graded import NO_JUDGE, PENDING
 from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
-from ..assertions.values import RowValues
 from ..spec import template
 from .plan import Plan, Planned
 from .sets import combine_sets

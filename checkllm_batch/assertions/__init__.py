@@ -20,7 +20,6 @@ from . import (  # noqa: F401  (registration)
     toolcalls,
     tools,
     webhook,
-    words,
 )
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup
 

@@ -14,8 +14,8 @@ from typing import Any
 import polars as pl
 
 from ._support.htmlnames import HTML_ELEMENTS
+from ._support.whitespace import JS_CHARS
 from .registry import Ctx, Kind, Value, Verdict, assertion
-from .words import JS_CHARS
 
 # --- XML ------------------------------------------------------------------------------------
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import polars as pl
 
+from ._support.whitespace import JS_SPACE
 from .overlap import _references
 from .registry import Ctx, Verdict, assertion
-from .words import JS_SPACE
 
 WORDNET_DIRS = ("/usr/share/wordnet", "/usr/local/share/wordnet", "/usr/share/wordnet/dict")
 POS = ("noun", "verb", "adj", "adv")

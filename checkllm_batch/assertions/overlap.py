@@ -12,9 +12,9 @@ from typing import Any, Callable
 
 import polars as pl
 
+from ._support.whitespace import JS_SPACE, WORD
 from .registry import Ctx, Verdict, assertion
 from .text import js_string
-from .words import JS_SPACE, WORD
 
 SEP = "\x1f"
 MAX_N = 4

@@ -21,7 +21,8 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from checkllm_batch.assertions import markup, meteor, sql, tools
+from checkllm_batch.assertions import markup, sql, tools
+from checkllm_batch.assertions._support import meteor
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from checkllm_batch.assertions.meteor import stem, synonyms
+from checkllm_batch.assertions._support.meteor import stem, synonyms
 
 
 def _match(cand: list[tuple[int, str]], ref: list[tuple[int, str]], same) -> tuple[list, list, list]:

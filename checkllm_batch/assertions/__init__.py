@@ -8,7 +8,6 @@ from . import (  # noqa: F401  (registration)
     graded_rag,
     jsonchecks,
     markup,
-    meteor,
     overlap,
     promptkit,
     provider,

@@ -7,16 +7,14 @@ from . import (  # noqa: F401  (registration)
     graded_across,
     graded_rag,
     jsonchecks,
-    markup,
     overlap,
     promptkit,
     provider,
     scripts,
     sets,
-    sql,
+    structure,
     text,
     toolcalls,
-    tools,
     webhook,
 )
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup

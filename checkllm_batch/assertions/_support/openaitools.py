@@ -1,10 +1,6 @@
-"""Tool-call checks: OpenAI tools/function calls (and Google function calls) against declared
-schemas, and tool-call-f1.
-
-The calls come from the case's `tool_calls` column when it is set, else from the output
-(an OpenAI `tool_calls` array, or a message object holding one). Declared tools come from
-the case's `tools` column when set, else from the assertion (`value` or `config.tools` /
-`config.functions`). Each distinct (calls, tools) pair is checked once.
+"""OpenAI tools/function calls (and Google function calls) checked against declared schemas,
+for is-valid-openai-tools-call and is-valid-openai-function-call (structure.py). Each check
+takes one distinct pair {calls, tools} (JSON text) and says whether it holds, and why not.
 """
 
 from __future__ import annotations
@@ -15,51 +11,9 @@ from typing import Any
 
 import jsonschema_rs
 import orjson
-import polars as pl
-
-from ..spec import template
-from ._support.pool import over_distinct_pool
-from ._support.toolnames import ToolCallParseError, tool_names
-from .registry import Ctx, Kind, Value, Verdict, assertion
 
 NO_TOOLS = ("no tools declared: give them in the assertion (value or config.tools), in the "
             "config of the case's provider under `providers:`, or in a `tools` column")
-
-
-def _declared(value: Any, spec: Any, key: str) -> list | None:
-    """The declared tools: `value`, else `config.<key>`; function calls also read
-    `config.tools` (where Google's declarations live)."""
-    config = spec.args.get("config") if spec is not None else None
-    config = config if isinstance(config, dict) else {}
-    found = value
-    for name in (key, "tools"):
-        found = config.get(name) if found is None else found
-    if isinstance(found, dict) and key in found:
-        found = found[key]
-    if found is not None and not isinstance(found, list):
-        raise ValueError(f"{key} must be a list of tool declarations")
-    return found
-
-
-def _calls_and_tools(ctx: Ctx, key: str) -> pl.Expr:
-    """The calls, and the declared tools: the case's `tools` column, else the assertion's,
-    else those of the case's provider in the suite's `providers:` (promptfoo's source)."""
-    fallback = ctx.column(lambda declared: None if declared is None else json.dumps(declared),
-                          pl.String)
-    by_provider = {name: found for name, config in ctx.providers.items()
-                   if (found := config.get(key, config.get("tools"))) is not None}
-    of_provider = pl.lit(None, pl.String)
-    for name, found in by_provider.items():  # rendered with each case's vars, as promptfoo does
-        of_provider = pl.when(pl.col("provider") == name).then(template.text(found)) \
-            .otherwise(of_provider)
-    return pl.struct(calls=_calls(ctx),
-                     tools=pl.coalesce(pl.col("tools"), fallback, of_provider))
-
-
-def _calls(ctx: Ctx) -> pl.Expr:
-    """The case's `tool_calls` column when it holds calls, else the output."""
-    recorded = pl.col("tool_calls")
-    return pl.when(recorded.is_null() | (recorded == "[]")).then(ctx.output).otherwise(recorded)
 
 
 def _loads(text: Any) -> Any:
@@ -199,71 +153,3 @@ def _google_calls_check(output: Any, tools: list) -> tuple[bool | None, str | No
         elif args or schema:
             return False, f'Call to "{name}" does not match schema: {json.dumps(by_name[name])}'
     return True, None
-
-
-def _tools_value(value: Any, spec: Any) -> list | None:
-    return _declared(value, spec, "tools")
-
-
-def _functions_value(value: Any, spec: Any) -> list | None:
-    return _declared(value, spec, "functions")
-
-
-@assertion("is-valid-openai-tools-call", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, needs_text=False, prepare=_tools_value)
-def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
-    """Every tool call names a declared tool and its JSON arguments match its parameters."""
-    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "tools"), tools_call_check))
-    return Verdict(result.struct.field("ok"), "be a valid OpenAI tools call",
-                   detail=result.struct.field("detail"))
-
-
-@assertion("is-valid-openai-function-call", kind=Kind.DISTINCT, pooled=True,
-           aliases=("is-valid-function-call",), value=Value.OPTIONAL, needs_text=False, prepare=_functions_value)
-def is_valid_openai_function_call(ctx: Ctx) -> Verdict:
-    """The output is a function call (legacy OpenAI, or Google's when the declared tools are
-    Google's) whose arguments match the declared function."""
-    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "functions"),
-                                         function_call_check))
-    return Verdict(result.struct.field("ok"), "be a valid OpenAI function call",
-                   detail=result.struct.field("detail"))
-
-
-# --- tool-call-f1 ---------------------------------------------------------------------------
-
-def _expected_tools(value: Any, spec: Any) -> tuple[str, ...]:
-    if isinstance(value, list):
-        items = [str(v).strip() for v in value]
-    elif isinstance(value, str):
-        items = [s.strip() for s in value.split(",")]
-    else:
-        raise ValueError("value must be a list of tool names or a comma-separated string")
-    items = [s for s in items if s]
-    if not items:
-        raise ValueError("value must name at least one expected tool")
-    return tuple(dict.fromkeys(items))
-
-
-def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str | None]:
-    try:
-        actual = tool_names(calls)
-    except ToolCallParseError as e:
-        return True, f"0.0|{e}"
-    hit = len(set(expected) & actual)
-    p = hit / len(actual) if actual else 0.0
-    r = hit / len(expected)
-    f1 = 2 * p * r / (p + r) if p + r else 0.0
-    called = ", ".join(sorted(actual)) or "(none)"
-    return True, f"{f1!r}|F1 {f1:.3f} (precision={p:.3f}, recall={r:.3f}); called: [{called}]"
-
-
-@assertion("tool-call-f1", kind=Kind.DISTINCT, pooled=True,
-           needs_text=False, default_threshold=1.0, prepare=_expected_tools)
-def tool_call_f1(ctx: Ctx) -> Verdict:
-    """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
-    checked = ctx.checked(_f1_check, lambda expected: f"call the tools {', '.join(expected)}"
-                          f" with F1 >= {ctx.threshold:g}", over=_calls(ctx), pooled=True)
-    parts = checked.detail.str.split_exact("|", 1)
-    f1 = parts.struct.field("field_0").cast(pl.Float64)
-    return Verdict(f1 >= ctx.threshold, checked.expect, score=f1,
-                   detail=parts.struct.field("field_1"))

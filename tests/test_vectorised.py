@@ -20,7 +20,7 @@ ALLOWED = {  # module: the library it runs over distinct values
     "assertions/webhook.py": "one POST per distinct case",
     "assertions/expression.py": "DuckDB / Polars SQL over the batch",
     "assertions/text.py": "per-row item lists exploded and regrouped",
-    "assertions/toolcalls.py": "orjson over distinct tool_calls values",
+    "assertions/tools.py": "orjson over distinct tool_calls values",
     "judge/hook.py": "one group of requests per test's judge settings",
     "judge/across.py": "select-best / max-score over each test's group of cases",
 }

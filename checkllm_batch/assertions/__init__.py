@@ -14,7 +14,7 @@ from . import (  # noqa: F401  (registration)
     sets,
     structure,
     text,
-    toolcalls,
+    tools,
     webhook,
 )
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup

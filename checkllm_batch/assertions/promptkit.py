@@ -13,6 +13,7 @@ import polars as pl
 
 from ..spec import template
 from ._support.distinct import Outcome
+from ._support.jsonvalue import same_value
 from ._support.values import number
 from .registry import Ctx, Kind, Value, Verdict, assertion
 from .text import item_hits, plain_items, split_items
@@ -173,13 +174,13 @@ def _json_path_check(text: str | None, prepared: tuple[Any, Any]) -> Outcome:
         return False, f"invalid JSON: {e}"
     result = path.search(data)
     shown = orjson.dumps(result, default=str).decode()[:200]
-    if "expected" in args and not _same(result, args["expected"]):
+    if "expected" in args and not same_value(result, args["expected"]):
         return False, f"result {shown} does not match expected value"
     if "contains" in args:
         items = args["contains"] if isinstance(args["contains"], list) else [args["contains"]]
         if not isinstance(result, list):
             return False, f"result {shown} is not an array"
-        missing = [i for i in items if not any(_same(r, i) for r in result)]
+        missing = [i for i in items if not any(same_value(r, i) for r in result)]
         if missing:
             return False, f"expected item {missing[0]!r} not found in {shown}"
     lo, hi = args.get("min"), args.get("max")
@@ -195,11 +196,6 @@ def _json_path_check(text: str | None, prepared: tuple[Any, Any]) -> Outcome:
         if (lo and n < lo) or (hi and n > hi):
             return False, f"array has {n} items"
     return True, None
-
-
-def _same(a: Any, b: Any) -> bool:
-    from .toolcalls import _same as same
-    return same(a, b)
 
 
 @assertion("json-path", kind=Kind.DISTINCT, fields=JSON_PATH_FIELDS,

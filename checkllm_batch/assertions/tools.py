@@ -1,4 +1,4 @@
-"""Checks on the `tool_calls` column (OpenAI shape: [{id, type, function: {name, arguments}}]).
+"""Tool-call checks (docs/assertions/tools.md) on the `tool_calls` column (OpenAI shape: [{id, type, function: {name, arguments}}]).
 
 These come from PromptKit's tool checks (tools_called, tool_args, ...). Checks on the called
 tools' names decode the column with Polars (vectorised) and use list expressions; those that
@@ -16,6 +16,7 @@ import orjson
 import polars as pl
 
 from ._support.distinct import Outcome, over_distinct
+from ._support.jsonvalue import same_value
 from ._support.values import number
 from .registry import Ctx, Kind, Value, Verdict, assertion
 from .text import plain_items, split_items
@@ -163,19 +164,8 @@ def _args_spec(value: Any, spec: Any) -> tuple[str, dict]:
     return name, expected
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) \
-            and not isinstance(a, bool) and not isinstance(b, bool):
-        return float(a) == float(b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
-
-
 def _matches(args: Any, expected: dict) -> bool:
-    return isinstance(args, dict) and all(k in args and _same(args[k], v)
+    return isinstance(args, dict) and all(k in args and same_value(args[k], v)
                                           for k, v in expected.items())
 
 

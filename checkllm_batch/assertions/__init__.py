@@ -6,7 +6,7 @@ from . import (  # noqa: F401  (registration)
     graded,
     graded_across,
     graded_rag,
-    jsonchecks,
+    json,
     overlap,
     promptkit,
     provider,

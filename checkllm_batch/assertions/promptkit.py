@@ -158,7 +158,7 @@ def _json_of(text: str, spec: Any) -> Any:
         starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
         if starts:
             decoder_start = min(starts)
-            from .jsonchecks import extract_json_objects
+            from ._support.jsontext import extract_json_objects
             found = extract_json_objects(text[decoder_start:])
             if found:
                 return found[0]

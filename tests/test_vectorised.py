@@ -16,9 +16,9 @@ ALLOWED = {  # module: the library it runs over distinct values
     "spec/template.py": "jinja2, once per distinct vars",
     "assertions/distance.py": "rapidfuzz over the batch",
     "assertions/overlap.py": "js-rouge / BLEU tokenisation; METEOR (WordNet, Porter stemmer)",
-    "assertions/scripts.py": "user Python code",
-    "assertions/webhook.py": "one POST per distinct case",
-    "assertions/expression.py": "DuckDB / Polars SQL over the batch",
+    "assertions/custom.py": "user Python code, DuckDB / Polars SQL over the batch, one POST per "
+                            "distinct case",
+    "assertions/_support/scripts.py": "user Python code's results, read once per distinct value",
     "assertions/text.py": "per-row item lists exploded and regrouped",
     "assertions/tools.py": "orjson over distinct tool_calls values",
     "judge/hook.py": "one group of requests per test's judge settings",

@@ -1,8 +1,8 @@
 """Assertion types. Importing this package registers every type in `registry.REGISTRY`."""
 
 from . import (  # noqa: F401  (registration)
+    custom,
     distance,
-    expression,
     graded,
     graded_across,
     graded_rag,
@@ -10,12 +10,9 @@ from . import (  # noqa: F401  (registration)
     overlap,
     promptkit,
     provider,
-    scripts,
-    sets,
     structure,
     text,
     tools,
-    webhook,
 )
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup
 

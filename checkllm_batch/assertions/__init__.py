@@ -4,8 +4,6 @@ from . import (  # noqa: F401  (registration)
     custom,
     distance,
     graded,
-    graded_across,
-    graded_rag,
     json,
     overlap,
     promptkit,

@@ -47,3 +47,11 @@ def test_each_type_lives_in_the_module_of_its_docs_page(name):
 def test_each_docs_page_has_its_module(page):
     modules = {_page_of(t.fn.__module__) for t in REGISTRY.values()}
     assert page in modules, f"docs/assertions/{page}.md documents no type of assertions/{page}"
+
+
+def test_no_type_has_a_section_on_another_page():
+    misplaced = [f"{page.name}: ## {name} (declared in {REGISTRY[name].fn.__module__})"
+                 for page in sorted(DOCS.glob("*.md"))
+                 for name in re.findall(r"^## (\S+)\s*$", page.read_text(encoding="utf-8"), re.M)
+                 if name in REGISTRY and _page_of(REGISTRY[name].fn.__module__) != page.stem]
+    assert not misplaced, misplaced

@@ -5,7 +5,7 @@ import re
 import pytest
 from conftest import ROOT
 
-from checkllm_batch.assertions.registry import ALIASES, REGISTRY
+from checkllm_batch.assertions.registry import ALIASES, PROMPTKIT, REGISTRY
 
 DOCS = ROOT / "docs" / "assertions"
 
@@ -23,6 +23,11 @@ def test_every_type_has_a_section(name):
 @pytest.mark.parametrize("alias", sorted(ALIASES))
 def test_every_alias_is_mentioned(alias):
     assert f"`{alias}`" in _docs(), f"alias {alias} is not documented"
+
+
+@pytest.mark.parametrize("name", sorted(PROMPTKIT))
+def test_every_promptkit_name_is_mentioned(name):
+    assert f"`{name}`" in _docs(), f"PromptKit check {name} is not documented"
 
 
 PAGES = sorted(p.stem for p in DOCS.glob("*.md") if p.stem != "README")

@@ -16,7 +16,7 @@ import yaml
 from ._support.distinct import Outcome
 from ._support.jsonformats import AJV_FORMATS, with_number_formats
 from ._support.jsontext import extract_json_objects, js_json_loads
-from .registry import Ctx, Kind, Value, Verdict, assertion
+from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
 
 # (instance, the text it was parsed from) -> None when the instance conforms, else the error
 Validator = Callable[[Any, str | None], str | None]
@@ -121,3 +121,8 @@ def contains_json(ctx: Ctx) -> Verdict:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # the only way a parsed value holds a lone surrogate: an escape (JSON's \uD800, YAML's too)
 _SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
+
+
+# PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)
+promptkit_names("is-json", "json_valid", "is_valid_json", "valid_json", params={})
+promptkit_names("is-json", "json_schema", params={"schema": "value"})

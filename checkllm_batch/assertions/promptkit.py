@@ -15,7 +15,7 @@ from ..spec import template
 from ._support.distinct import Outcome
 from ._support.jsonvalue import same_value
 from ._support.values import number
-from .registry import Ctx, Kind, Value, Verdict, assertion
+from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
 from .text import item_hits, plain_items, split_items
 
 
@@ -213,3 +213,21 @@ def json_path(ctx: Ctx) -> Verdict:
     return Verdict(pl.when(candidate).then(verdict.passed).otherwise(False), verdict.expect,
                    detail=pl.when(candidate).then(verdict.detail)
                    .otherwise(pl.lit("invalid JSON: does not start like a JSON value")))
+
+
+# PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)
+EXCLUDES = {"patterns": "value", "words": "value", "match_mode": "match_mode"}
+promptkit_names("content-excludes", "content_excludes", "content_not_includes", params=EXCLUDES)
+promptkit_names("content-excludes", "banned_words", params=EXCLUDES,
+                fixed={"match_mode": "word_boundary"})
+promptkit_names("min-length", "min_length",
+                params={"min": "value", "min_characters": "value", "min_chars": "value"})
+promptkit_names("max-length", "max_length", "length",
+                params={"max": "value", "max_characters": "value", "max_chars": "value"})
+promptkit_names("sentence-count", "sentence_count", "max_sentences",
+                params={"max": "max", "max_sentences": "max", "min": "min"})
+promptkit_names("field-presence", "field_presence", "required_fields",
+                params={"fields": "value", "required_fields": "value"})
+promptkit_names("json-path", "json_path",
+                params={"expression": "value", "jmespath_expression": "value",
+                        **{k: k for k in JSON_PATH_FIELDS}})

@@ -9,7 +9,7 @@ import polars as pl
 
 from ..spec.model import AssertionSpec
 from ._support.values import number
-from .registry import Ctx, Value, Verdict, assertion
+from .registry import Ctx, Value, Verdict, assertion, promptkit_names
 
 
 def _limit(value: Any, spec: AssertionSpec) -> float:
@@ -92,3 +92,7 @@ def perplexity_score(ctx: Ctx) -> Verdict:
     return Verdict(pl.when(_missing()).then(None).otherwise(raw),
                    "have perplexity score" + (f" >= {t:g}" if t is not None else ""),
                    score=score, detail=detail)
+
+
+# PromptKit's name for latency (spec/promptkit.py translates `type` + `params`)
+promptkit_names("latency", "latency_budget", params={"max_ms": "threshold"})

@@ -173,6 +173,8 @@ NAMED_SCORES = pl.List(pl.Struct({"metric": pl.String, "score": pl.Float64}))
 
 REGISTRY: dict[str, AssertionType] = {}
 ALIASES: dict[str, str] = {}  # other vocabularies' names -> our canonical name
+# PromptKit check name -> (our type, {PromptKit param or its alias: our field}, fixed fields)
+PROMPTKIT: dict[str, tuple[str, dict[str, str], dict[str, Any]]] = {}
 
 
 def assertion(name: str, *, kind: Kind = Kind.VECTOR, value: Value = Value.REQUIRED,
@@ -189,6 +191,17 @@ def assertion(name: str, *, kind: Kind = Kind.VECTOR, value: Value = Value.REQUI
         return fn
 
     return register
+
+
+def promptkit_names(target: str, *names: str, params: dict[str, str],
+                    fixed: dict[str, Any] | None = None) -> None:
+    """Declare PromptKit's checks `names` (`type` + `params`) as our type `target`, beside
+    its declaration: `params` maps each PromptKit param (and its aliases) onto our field;
+    `fixed` fields are set as given. spec/promptkit.py translates with these."""
+    for name in names:
+        if name in PROMPTKIT:
+            raise RuntimeError(f"PromptKit check {name!r} declared twice")
+        PROMPTKIT[name] = (target, params, dict(fixed or {}))
 
 
 def known_names() -> list[str]:

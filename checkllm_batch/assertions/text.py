@@ -13,7 +13,7 @@ from ._support.distinct import Outcome
 from ._support.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from ._support.refusal import PREFIXES, REFUSAL
 from ._support.whitespace import JS_CHARS, WORD
-from .registry import Ctx, Value, Verdict, assertion
+from .registry import Ctx, Value, Verdict, assertion, promptkit_names
 
 
 def js_string(value: Any) -> str:
@@ -394,3 +394,10 @@ def is_refusal(ctx: Ctx) -> Verdict:
               .when(pl.col("output_kind") == "null").then(pl.lit("output is null"))
               .when(empty).then(pl.lit("empty output counts as a refusal")))
     return Verdict(raw, "be a refusal", score=score, detail=detail)
+
+
+# PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)
+promptkit_names("icontains-all", "contains", "content_includes", params={"patterns": "value"})
+promptkit_names("regex", "regex", "content_matches", params={"pattern": "value"})
+promptkit_names("icontains-any", "contains_any", "content_includes_any",
+                params={"patterns": "value"})

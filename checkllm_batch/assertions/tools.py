@@ -18,7 +18,7 @@ import polars as pl
 from ._support.distinct import Outcome, over_distinct
 from ._support.jsonvalue import same_value
 from ._support.values import number
-from .registry import Ctx, Kind, Value, Verdict, assertion
+from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
 from .text import plain_items, split_items
 
 Call = tuple[str, Any, Any]  # (name, parsed arguments, error or None)
@@ -254,3 +254,14 @@ def _errors_check(calls: list[Call], tools: list[str] | None) -> Outcome:
 def no_tool_errors(ctx: Ctx) -> Verdict:
     """No tool call (of `tools`, if given) carries an `error` field."""
     return ctx.checked(_on_calls(_errors_check), "have no tool errors", over=pl.col("tool_calls"))
+
+
+# PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)
+promptkit_names("tools-called", "tools_called", "tool_called", params={"tool_names": "value"})
+promptkit_names("tools-not-called", "tools_not_called", params={"tool_names": "value"})
+promptkit_names("tool-args", "tool_args",
+                params={"tool_name": "tool_name", "expected_args": "expected_args"})
+promptkit_names("tool-call-count", "tool_call_count",
+                params={"tool": "tool", "min": "min", "max": "max"})
+promptkit_names("tool-call-sequence", "tool_call_sequence", params={"sequence": "value"})
+promptkit_names("no-tool-errors", "no_tool_errors", params={"tools": "tools"})

@@ -13,7 +13,7 @@ import polars as pl
 
 from .._support import prompts, replies
 from .._support.grading import graded, messages_for, needs, render_values, text_value, with_vars
-from ..registry import Value
+from ..registry import Value, promptkit_names
 
 if TYPE_CHECKING:
     from ...judge.grading import Graded
@@ -138,3 +138,9 @@ def g_eval(g: Graded) -> pl.DataFrame:
         return out
 
     return g.each({"input": pl.col("prompt"), "output": pl.col("output")}, grade)
+
+
+# PromptKit's llm_judge, `type` + `params` (spec/promptkit.py translates)
+promptkit_names("llm_judge", "llm_judge",
+                params={k: k for k in ("criteria", "rubric", "model", "system_prompt",
+                                       "min_score", "extra")})

@@ -256,6 +256,34 @@ def no_tool_errors(ctx: Ctx) -> Verdict:
     return ctx.checked(_on_calls(_errors_check), "have no tool errors", over=pl.col("tool_calls"))
 
 
+def _repeat_spec(value: Any, spec: Any) -> tuple[list[str] | None, int]:
+    limit = _whole(spec.args.get("max_repeats", 1))
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValueError(f"max_repeats must be a whole number >= 1, got {limit!r}")
+    return _tools_filter(value, spec), limit
+
+
+def _repeats_check(calls: list[Call], spec: tuple[list[str] | None, int]) -> Outcome:
+    """PromptKit's rule: each call that extends a run of one tool beyond `limit` is a
+    violation, reported as name(run length)."""
+    tools, limit = spec
+    found, run = [], 1
+    for before, (name, _, _) in zip(calls, calls[1:]):
+        run = run + 1 if name == before[0] else 1
+        if run > limit and (tools is None or name in tools):
+            found.append(f"{name}({run}x)")
+    return not found, (f"repeated tool calls detected (max {limit}): " + ", ".join(found)
+                       if found else None)
+
+
+@assertion("tool-no-repeat", value=Value.NONE, fields=("tools", "max_repeats"),
+           prepare=_repeat_spec, **TOOL)
+def tool_no_repeat(ctx: Ctx) -> Verdict:
+    """No tool (of `tools`, if given) is called more than `max_repeats` (1) times in a row."""
+    return ctx.checked(_on_calls(_repeats_check),
+                       lambda p: f"call no tool more than {p[1]} time(s) in a row",
+                       over=pl.col("tool_calls"))
+
 # PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)
 promptkit_names("tools-called", "tools_called", "tool_called", params={"tool_names": "value"})
 promptkit_names("tools-not-called", "tools_not_called", params={"tool_names": "value"})
@@ -265,3 +293,5 @@ promptkit_names("tool-call-count", "tool_call_count",
                 params={"tool": "tool", "min": "min", "max": "max"})
 promptkit_names("tool-call-sequence", "tool_call_sequence", params={"sequence": "value"})
 promptkit_names("no-tool-errors", "no_tool_errors", params={"tools": "tools"})
+promptkit_names("tool-no-repeat", "tool_no_repeat",
+                params={"tools": "tools", "max_repeats": "max_repeats"})

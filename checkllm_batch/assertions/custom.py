@@ -29,7 +29,7 @@ from ._support.webhook import post_cases, settings
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
 
-@assertion("python", kind=Kind.DISTINCT, needs_text=False, prepare=load_script)
+@assertion("python", kind=Kind.DISTINCT, needs_text=False, prepare=load_script, code_ref=True)
 def python(ctx: Ctx) -> Verdict:
     """A Python expression or function decides: bool, score, or a GradingResult dict."""
     script: Script = ctx.fixed

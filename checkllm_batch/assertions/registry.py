@@ -150,6 +150,7 @@ class AssertionType:
     # prepares rendered values in Polars where it can (null where it cannot)
     prepare_column: Callable[[pl.Expr], pl.Expr] | None = None
     templated: bool = True  # False: the value is code or an address, never a template
+    code_ref: bool = False  # a `file://x.py:fn` value names code to run, not a file to read
     negatable: bool = True
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
     value_aliases: tuple[str, ...] = ()  # fields that may hold the value (CheckLLM: reference, ...)

@@ -28,6 +28,9 @@ from ._support.sql import contains_sql_check, sql_check, sql_options
 from ._support.toolnames import ToolCallParseError, tool_names
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
+# a library parses each distinct output (DISTINCT), on every core when a batch holds many
+PARSED = {"kind": Kind.DISTINCT, "pooled": True}
+
 # --- XML ------------------------------------------------------------------------------------
 
 
@@ -44,15 +47,13 @@ def _required(value: Any, spec: Any) -> tuple[str, ...]:
     raise ValueError("value must be a comma-separated string, a list, or {requiredElements: [...]}")
 
 
-@assertion("is-xml", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, prepare=_required)
+@assertion("is-xml", value=Value.OPTIONAL, prepare=_required, **PARSED)
 def is_xml(ctx: Ctx) -> Verdict:
     """The whole output is well-formed XML holding the required element paths, if any."""
     return ctx.checked(xml_check, "be valid XML", pooled=True)
 
 
-@assertion("contains-xml", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, prepare=_required)
+@assertion("contains-xml", value=Value.OPTIONAL, prepare=_required, **PARSED)
 def contains_xml(ctx: Ctx) -> Verdict:
     """Some balanced XML region of the output parses and holds the required element paths."""
     return ctx.checked(contains_xml_check, "contain valid XML", pooled=True)
@@ -60,7 +61,7 @@ def contains_xml(ctx: Ctx) -> Verdict:
 
 # --- HTML -----------------------------------------------------------------------------------
 
-@assertion("is-html", kind=Kind.DISTINCT, pooled=True, value=Value.NONE)
+@assertion("is-html", value=Value.NONE, **PARSED)
 def is_html(ctx: Ctx) -> Verdict:
     """The output is an HTML document or fragment: recognised elements, no bare text outside."""
     return ctx.checked(html_check, "be valid HTML", pooled=True)
@@ -92,15 +93,13 @@ def contains_html(ctx: Ctx) -> Verdict:
 
 # --- SQL ------------------------------------------------------------------------------------
 
-@assertion("is-sql", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, prepare=sql_options)
+@assertion("is-sql", value=Value.OPTIONAL, prepare=sql_options, **PARSED)
 def is_sql(ctx: Ctx) -> Verdict:
     """The whole output parses as SQL of `databaseType` (sqlglot), within the allow-lists."""
     return ctx.checked(sql_check, "be valid SQL", pooled=True)
 
 
-@assertion("contains-sql", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, prepare=sql_options)
+@assertion("contains-sql", value=Value.OPTIONAL, prepare=sql_options, **PARSED)
 def contains_sql(ctx: Ctx) -> Verdict:
     """A ```sql fenced block (or the whole output) is valid SQL, within the allow-lists."""
     return ctx.checked(contains_sql_check, "contain valid SQL", pooled=True)
@@ -152,8 +151,8 @@ def _functions_value(value: Any, spec: Any) -> list | None:
     return _declared(value, spec, "functions")
 
 
-@assertion("is-valid-openai-tools-call", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, needs_text=False, prepare=_tools_value)
+@assertion("is-valid-openai-tools-call", value=Value.OPTIONAL, needs_text=False,
+           prepare=_tools_value, **PARSED)
 def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
     """Every tool call names a declared tool and its JSON arguments match its parameters."""
     result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "tools"), tools_call_check))
@@ -161,8 +160,8 @@ def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
                    detail=result.struct.field("detail"))
 
 
-@assertion("is-valid-openai-function-call", kind=Kind.DISTINCT, pooled=True,
-           aliases=("is-valid-function-call",), value=Value.OPTIONAL, needs_text=False, prepare=_functions_value)
+@assertion("is-valid-openai-function-call", aliases=("is-valid-function-call",),
+           value=Value.OPTIONAL, needs_text=False, prepare=_functions_value, **PARSED)
 def is_valid_openai_function_call(ctx: Ctx) -> Verdict:
     """The output is a function call (legacy OpenAI, or Google's when the declared tools are
     Google's) whose arguments match the declared function."""
@@ -200,8 +199,8 @@ def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str |
     return True, f"{f1!r}|F1 {f1:.3f} (precision={p:.3f}, recall={r:.3f}); called: [{called}]"
 
 
-@assertion("tool-call-f1", kind=Kind.DISTINCT, pooled=True,
-           needs_text=False, default_threshold=1.0, prepare=_expected_tools)
+@assertion("tool-call-f1", needs_text=False, default_threshold=1.0, prepare=_expected_tools,
+           **PARSED)
 def tool_call_f1(ctx: Ctx) -> Verdict:
     """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
     checked = ctx.checked(_f1_check, lambda expected: f"call the tools {', '.join(expected)}"

@@ -1,5 +1,5 @@
 """promptfoo's METEOR as its source reads, one pair at a time (greedy alignment loops):
-the test oracle for the package's join-based implementation (assertions/meteor.py)."""
+the test oracle for the package's join-based implementation (assertions/_support/meteor.py)."""
 
 from __future__ import annotations
 

@@ -158,6 +158,7 @@ class AssertionType:
     judged: Callable[[AssertionSpec], bool] | None = None
     pooled: bool = False  # checks distinct values on the process pool (pool.py)
     uses_judge: bool = False  # ACROSS: `fn` asks the judge (it is given a Graded)
+    test_options: tuple[str, ...] = ()  # JUDGE: the test `options` keys it reads (Graded.options)
 
     def kind_for(self, spec: AssertionSpec) -> Kind:
         """This type's kind for one assertion: `cost` reads the judge's cost in some forms."""

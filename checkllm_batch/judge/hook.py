@@ -82,7 +82,7 @@ class JudgeHook:
                 or test.options.get("provider")
             rubric = p.spec.args.get("rubricPrompt", test.options.get("rubricPrompt"))
             options = tuple(sorted((k, _freeze(v)) for k, v in test.options.items()
-                                   if k == "factuality"))
+                                   if k in p.atype.test_options))
             key = (provider_model(provider), _freeze(rubric), options)
             out.setdefault(key, []).append(index)
         return [((m, _thaw(r), tuple((k, _thaw(v)) for k, v in o)), t)

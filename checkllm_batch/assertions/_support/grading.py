@@ -18,11 +18,12 @@ if TYPE_CHECKING:
 
 def graded(name: str, value: Value = Value.REQUIRED, *, fields: tuple[str, ...] = (),
            required: tuple[str, ...] = (), threshold: float | None = None,
-           aliases: tuple[str, ...] = (), negatable: bool = True) -> Callable:
+           aliases: tuple[str, ...] = (), negatable: bool = True,
+           test_options: tuple[str, ...] = ()) -> Callable:
     """Register the decorated function as the model-graded (Kind.JUDGE) type `name`."""
     return assertion(name, kind=Kind.JUDGE, value=value, fields=fields, required=required,
                      default_threshold=threshold, aliases=aliases, needs_text=False,
-                     negatable=negatable)
+                     negatable=negatable, test_options=test_options)
 
 
 def render_values(item: dict[str, Any]) -> dict[str, Any]:

@@ -66,7 +66,7 @@ def closedqa(g: Graded) -> pl.DataFrame:
                    {"input": "the case's prompt (a `prompt` column or the test's prompt)"})
 
 
-@graded("factuality", aliases=("model-graded-factuality",))
+@graded("factuality", aliases=("model-graded-factuality",), test_options=("factuality",))
 def factuality(g: Graded) -> pl.DataFrame:
     """The judge compares the output with a reference answer: categories A-E."""
     scores = g.options.get("factuality") or {}

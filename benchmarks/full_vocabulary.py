@@ -21,7 +21,8 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from checkllm_batch.assertions import markup, meteor, sql, tools
+from checkllm_batch.assertions._support import markup, meteor, sql
+from checkllm_batch.assertions._support import openaitools as tools
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
@@ -91,9 +92,9 @@ TYPES = [  # (assertion, outputs kind, parser loop or None)
     ({"type": "contains-xml"}, "xml", lambda v: markup.contains_xml_check(v, ())),
     ({"type": "is-html"}, "html", lambda v: markup.html_check(v)),
     ({"type": "is-sql"}, "sql",
-     lambda v: sql.sql_check(v, sql._sql_options(None, None))),
+     lambda v: sql.sql_check(v, sql.sql_options(None, None))),
     ({"type": "contains-sql"}, "sql",
-     lambda v: sql.contains_sql_check(v, sql._sql_options(None, None))),
+     lambda v: sql.contains_sql_check(v, sql.sql_options(None, None))),
     ({"type": "is-valid-openai-tools-call", "config": {"tools": [WEATHER]}}, "tools",
      lambda v: tools.tools_call_check({"calls": v, "tools": json.dumps([WEATHER])})),
 ]

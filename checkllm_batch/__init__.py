@@ -11,7 +11,7 @@
 from . import assertions as _assertions  # noqa: F401  (registers every assertion type)
 from .analysis import Results
 from .api import Run, evaluate, get_run, open_results, write
-from .assertions.scripts import batch_check
+from .assertions.custom import batch_check
 from .errors import CheckLLMError, ConfigError, InputError
 from .spec.parse import load_suite as load
 

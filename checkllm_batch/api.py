@@ -16,7 +16,7 @@ import orjson
 import polars as pl
 import pyarrow as pa
 
-from .assertions import pool
+from .assertions._support import pool
 from .errors import InputError, Interrupted
 from .evaluate.engine import evaluate_batch
 from .evaluate.plan import build_plan

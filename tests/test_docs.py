@@ -5,7 +5,7 @@ import re
 import pytest
 from conftest import ROOT
 
-from checkllm_batch.assertions.registry import ALIASES, REGISTRY
+from checkllm_batch.assertions.registry import ALIASES, PROMPTKIT, REGISTRY
 
 DOCS = ROOT / "docs" / "assertions"
 
@@ -23,3 +23,40 @@ def test_every_type_has_a_section(name):
 @pytest.mark.parametrize("alias", sorted(ALIASES))
 def test_every_alias_is_mentioned(alias):
     assert f"`{alias}`" in _docs(), f"alias {alias} is not documented"
+
+
+@pytest.mark.parametrize("name", sorted(PROMPTKIT))
+def test_every_promptkit_name_is_mentioned(name):
+    assert f"`{name}`" in _docs(), f"PromptKit check {name} is not documented"
+
+
+PAGES = sorted(p.stem for p in DOCS.glob("*.md") if p.stem != "README")
+
+
+def _page_of(module: str) -> str:
+    """The docs page a type module stands for: assertions/text.py is text.md, every module
+    of assertions/graded/ is graded.md."""
+    return module.removeprefix("checkllm_batch.assertions.").split(".")[0]
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_each_type_lives_in_the_module_of_its_docs_page(name):
+    module = REGISTRY[name].fn.__module__
+    page = DOCS / f"{_page_of(module)}.md"
+    text = page.read_text(encoding="utf-8") if page.exists() else ""
+    assert re.search(rf"^## {re.escape(name)}\s*$", text, re.M), \
+        f"{name} is declared in {module}, but {page.name} has no '## {name}' section"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_docs_page_has_its_module(page):
+    modules = {_page_of(t.fn.__module__) for t in REGISTRY.values()}
+    assert page in modules, f"docs/assertions/{page}.md documents no type of assertions/{page}"
+
+
+def test_no_type_has_a_section_on_another_page():
+    misplaced = [f"{page.name}: ## {name} (declared in {REGISTRY[name].fn.__module__})"
+                 for page in sorted(DOCS.glob("*.md"))
+                 for name in re.findall(r"^## (\S+)\s*$", page.read_text(encoding="utf-8"), re.M)
+                 if name in REGISTRY and _page_of(REGISTRY[name].fn.__module__) != page.stem]
+    assert not misplaced, misplaced

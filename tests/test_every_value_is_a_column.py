@@ -1,12 +1,15 @@
 """Every value is a column: each type's table of cases, run again with the value and each
 other field moved into a per-row var (`{{var}}`), gives the same status, score and reason.
 
-The tables are the types' own (imported from their test modules) plus the cases below for
-types whose tables are written in another shape. A registered type without cases fails.
+The tables are the types' own (imported from their test modules; a test module's
+`COLUMN_CASES`, rows of (assertion, row, ...), is found without being named here) plus the cases
+below for types whose tables are written in another shape. A registered type without cases
+fails.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from typing import Any
@@ -14,6 +17,7 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
+from conftest import ROOT
 from test_distance import CASES as DISTANCE
 from test_json import CASES as JSON_CASES
 from test_judge_units import multi_step, scripted
@@ -126,7 +130,14 @@ def _pool() -> list[Case]:
              {"output": json.dumps({"name": "get_weather", "arguments": '{"city": "Lima"}'})})]
     out += [({"type": "tool-call-f1", "value": v},
              {"output": c if isinstance(c, str) else json.dumps(c)}) for c, v, _ in F1]
-    return out + OWN
+    return out + OWN + _type_cases()
+
+
+def _type_cases() -> list[Case]:
+    """The `COLUMN_CASES` tables of the test modules: a new type's table counts here as written."""
+    modules = [p.stem for p in sorted((ROOT / "tests").glob("test_*.py"))
+               if "\nCOLUMN_CASES" in p.read_text(encoding="utf-8")]
+    return [(a, r) for m in modules for a, r, *_ in importlib.import_module(m).COLUMN_CASES]
 
 
 def _base(name: str) -> str:

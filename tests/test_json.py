@@ -88,11 +88,11 @@ SPANS = [
 def test_brace_span_matches_character_count(monkeypatch, text, limit):
     """The span contains-json parses from each `{`: same end and depth as counting each
     character, also when the span is cut at MAX_SPAN characters."""
-    from checkllm_batch.assertions import jsonchecks
+    from checkllm_batch.assertions._support import jsontext
 
-    monkeypatch.setattr(jsonchecks, "MAX_SPAN", limit)
+    monkeypatch.setattr(jsontext, "MAX_SPAN", limit)
     for start in (i for i, ch in enumerate(text) if ch == "{"):
-        assert jsonchecks._balanced_end(text, start) == _reference_span(text, start, limit)
+        assert jsontext._balanced_end(text, start) == _reference_span(text, start, limit)
 
 
 CONST_X = {"type": "object", "properties": {"v": {"const": "x"}}}

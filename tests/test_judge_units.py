@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from checkllm_batch import api
-from checkllm_batch.assertions import replies
+from checkllm_batch.assertions._support import replies
 from checkllm_batch.errors import ConfigError
 from checkllm_batch.judge import JudgeConfig, ScriptedJudge
 from checkllm_batch.judge.batch import shards
@@ -307,7 +307,7 @@ def test_limiter_without_a_known_limit_probes_upwards_after_a_429():
 @pytest.mark.parametrize("output,rubric", [("Paris", "names it"), ("", "x"), (None, "ünï ✓"),
                                            ("{{ not a var }}", "a\nb")])
 def test_vectorised_prompts_match_the_per_item_renderer(output, rubric):
-    from checkllm_batch.assertions import prompts
+    from checkllm_batch.assertions._support import prompts
 
     frame = pl.DataFrame({"output": [output], "rubric": [rubric]},
                          schema={"output": pl.String, "rubric": pl.String})
@@ -402,3 +402,48 @@ def test_rubric_prompt_renders_as_nunjucks(tmp_path):
     assert sorted(m for r in j.sent for _, m in r.messages) == \
         ['Grade "Paris" for X', 'Grade "Ünï" for X']
     assert result.assertion_results["status"].to_list() == ["pass", "pass"]
+
+
+FACTUALITY_OPTIONS = [  # a test's options.factuality scores the categories (C = agree)
+    ({"agree": 0.4}, "Paris", 0.4),
+    ({}, "Paris", 1.0),
+    (None, "Paris", 1.0),
+    ({"disagree": 0.2}, "", 0.2),  # empty output: category D
+    ({"agree": 0.5}, "ünïcode Paris", 0.5),
+]
+
+
+def test_factuality_reads_each_tests_own_options(tmp_path):
+    """The type declares the test option it reads (test_options); tests with different
+    options are graded apart, each with its own scores."""
+    suite = {"judge": {"model": "gpt-4o-mini"},
+             "tests": [{"description": f"t{i}", "prompt": "What is the capital of France?",
+                        **({} if options is None else {"options": {"factuality": options}}),
+                        "assert": [{"type": "factuality", "value": "Paris"},
+                                   {"type": "llm-rubric", "value": "names the capital"}]}
+                       for i, (options, _, _) in enumerate(FACTUALITY_OPTIONS)]}
+    path = tmp_path / "suite.yaml"
+    path.write_text(json.dumps(suite))
+    frame = pl.DataFrame({"test_id": [f"t{i}" for i in range(len(FACTUALITY_OPTIONS))],
+                          "output": [o for _, o, _ in FACTUALITY_OPTIONS]})
+    results = api.evaluate(path, frame, judge=ScriptedJudge(scripted)).assertion_results
+    factuality = results.filter(pl.col("assertion_index") == 0).sort("case_id")
+    assert factuality["score"].to_list() == [s for _, _, s in FACTUALITY_OPTIONS]
+
+
+@pytest.mark.parametrize("rubric_prompt", [
+    [{"role": "system", "content": "Grade: {{ output }}"}],
+    '[{"role": "user", "content": "Grade the ünïcode answer: {{ output }}"}]',
+    "",
+])
+def test_a_tests_rubric_prompt_as_messages(tmp_path, rubric_prompt):
+    """A test's options.rubricPrompt as a list of messages (main crashed on it: unhashable)."""
+    suite = {"judge": {"model": "gpt-4o-mini"},
+             "tests": [{"description": "t", "prompt": "q",
+                        "options": {"rubricPrompt": rubric_prompt},
+                        "assert": [{"type": "llm-rubric", "value": "names the capital"}]}]}
+    path = tmp_path / "suite.yaml"
+    path.write_text(json.dumps(suite))
+    frame = pl.DataFrame({"test_id": ["t", "t"], "output": ["Paris", None]})
+    results = api.evaluate(path, frame, judge=ScriptedJudge(scripted)).assertion_results
+    assert results.sort("case_id")["status"].to_list() == ["pass", "fail"]

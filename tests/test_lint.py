@@ -1,6 +1,7 @@
 """The package, its tests and benchmarks stay clean under the project's ruff rules, its
 layers point one way, and the package passes mypy."""
 
+import ast
 import hashlib
 import shutil
 import subprocess
@@ -49,4 +50,31 @@ def test_no_merge_conflict_markers():
         if ".venv" not in path.parts and any(
             line.startswith(markers) for line in path.read_text(errors="ignore").splitlines())
     ]
+    assert not offenders, offenders
+
+
+def private_imports(source: str) -> list[str]:
+    """Names with a leading underscore that `source` imports from the package's modules."""
+    return [alias.name for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom)
+            and (node.level or (node.module or "").startswith("checkllm_batch"))
+            for alias in node.names if alias.name.startswith("_")]
+
+
+@pytest.mark.parametrize("source,found", [
+    ("from .text import _items", ["_items"]),
+    ("from checkllm_batch.assertions.overlap import _references", ["_references"]),
+    ("from ._support.grading import messages_for", []),
+    ("from __future__ import annotations", []),
+])
+def test_the_guard_finds_private_imports(source, found):
+    assert private_imports(source) == found
+
+
+def test_assertion_modules_share_only_public_names():
+    """What one assertion module uses from another is public (in _support/ when it is not a
+    type); a private name imported across modules is a helper that belongs there."""
+    offenders = [f"{path.relative_to(ROOT)}: {', '.join(names)}"
+                 for path in sorted((ROOT / "checkllm_batch" / "assertions").rglob("*.py"))
+                 if (names := private_imports(path.read_text(encoding="utf-8")))]
     assert not offenders, offenders

@@ -200,7 +200,52 @@ TOOL_CASES = [
     ({"type": "no_tool_errors"}, [call("f"), call("g", error="timeout")], "fail", "g: timeout"),
     ({"type": "no_tool_errors", "params": {"tools": ["f"]}}, [call("g", error="x")], "pass", None),
     ({"type": "tools_called", "params": {"tool_names": ["ünï"]}}, [call("ünï")], "pass", None),
+    ({"type": "tool_no_repeat"}, [call("f"), call("f")], "fail", "f(2x)"),
+    ({"type": "tool_no_repeat", "params": {"tools": ["g"], "max_repeats": 2}},
+     [call("f"), call("f"), call("f"), call("g")], "pass", None),
 ]
+
+# tool-no-repeat: PromptKit's tool_no_repeat (runtime/evals/handlers/tool_no_repeat.go, read
+# for its rule: a run of consecutive calls of one tool longer than max_repeats, default 1).
+# (assertion, row, status, reason fragment); test_every_value_is_a_column reruns it from vars.
+_A, _B = call("get_weather"), call("lookup_customer")
+COLUMN_CASES = [
+    ({"type": "tool-no-repeat"}, {"output": "", "tool_calls": json.dumps([_A, _A])}, "fail",
+     "repeated tool calls detected (max 1): get_weather(2x)"),
+    ({"type": "tool-no-repeat"}, {"output": "", "tool_calls": json.dumps([_A, _B, _A])}, "pass",
+     None),
+    ({"type": "tool-no-repeat", "max_repeats": 2},
+     {"output": "", "tool_calls": json.dumps([_A, _A, _A])}, "fail", "get_weather(3x)"),
+    ({"type": "tool-no-repeat", "max_repeats": 3},
+     {"output": "", "tool_calls": json.dumps([_A, _A, _A])}, "pass", None),
+    ({"type": "tool-no-repeat", "tools": ["lookup_customer"]},
+     {"output": "", "tool_calls": json.dumps([_A, _A, _B, _B])}, "fail",
+     "(max 1): lookup_customer(2x)"),
+    ({"type": "tool-no-repeat", "tools": "lookup_customer"},
+     {"output": "", "tool_calls": json.dumps([_A, _A])}, "pass", None),
+    ({"type": "not-tool-no-repeat"}, {"output": "", "tool_calls": json.dumps([_A, _A])}, "pass",
+     None),
+    ({"type": "tool-no-repeat"}, {"output": "", "tool_calls": "[]"}, "pass", None),  # empty
+    ({"type": "tool-no-repeat"}, {"output": None, "tool_calls": None}, "pass", None),  # null
+    ({"type": "tool-no-repeat"}, {"output": "ünï", "tool_calls": json.dumps([call("ünï")] * 2)},
+     "fail", "ünï(2x)"),
+    ({"type": "tool-no-repeat"}, {"output": "x"}, "error", "no tool_calls recorded"),
+]
+
+
+@pytest.mark.parametrize("assertion,row,status,reason", COLUMN_CASES)
+def test_tool_no_repeat(tmp_path, assertion, row, status, reason):
+    [got] = results(tmp_path, assertion, [row])
+    assert got["status"] == status, got["reason"]
+    if reason:
+        assert reason in got["reason"]
+
+
+@pytest.mark.parametrize("max_repeats", [0, -1, 1.5, "x", True])
+def test_tool_no_repeat_needs_a_positive_whole_max(tmp_path, max_repeats):
+    problems = parse_problems(tmp_path, {"tests": [{"assert": [
+        {"type": "tool-no-repeat", "max_repeats": max_repeats}]}]})
+    assert "max_repeats must be a whole number >= 1" in problems
 
 
 @pytest.mark.parametrize("raw,calls,status,reason", TOOL_CASES)

@@ -11,17 +11,16 @@ from conftest import ROOT
 CALLBACKS = {"map_batches", "map_elements", "map_rows", "iter_rows", "apply"}
 MATERIALISE = {"to_list", "to_dicts", "rows", "iter_rows"}
 ALLOWED = {  # module: the library it runs over distinct values
-    "assertions/distinct.py": "the one over-distinct helper",
-    "assertions/values.py": "type compilers (regex, schema, lists) once per distinct value",
+    "assertions/_support/distinct.py": "the one over-distinct helper",
+    "assertions/_support/values.py": "type compilers (regex, schema, lists) once per distinct value",
     "spec/template.py": "jinja2, once per distinct vars",
     "assertions/distance.py": "rapidfuzz over the batch",
-    "assertions/overlap.py": "js-rouge / BLEU tokenisation",
-    "assertions/meteor.py": "WordNet and the Porter stemmer",
-    "assertions/scripts.py": "user Python code",
-    "assertions/webhook.py": "one POST per distinct case",
-    "assertions/expression.py": "DuckDB / Polars SQL over the batch",
+    "assertions/overlap.py": "js-rouge / BLEU tokenisation; METEOR (WordNet, Porter stemmer)",
+    "assertions/custom.py": "user Python code, DuckDB / Polars SQL over the batch, one POST per "
+                            "distinct case",
+    "assertions/_support/scripts.py": "user Python code's results, read once per distinct value",
     "assertions/text.py": "per-row item lists exploded and regrouped",
-    "assertions/toolcalls.py": "orjson over distinct tool_calls values",
+    "assertions/tools.py": "orjson over distinct tool_calls values",
     "judge/hook.py": "one group of requests per test's judge settings",
     "judge/across.py": "select-best / max-score over each test's group of cases",
 }

@@ -1,26 +1,16 @@
 """Assertion types. Importing this package registers every type in `registry.REGISTRY`."""
 
 from . import (  # noqa: F401  (registration)
+    custom,
     distance,
-    expression,
     graded,
-    graded_across,
-    graded_rag,
-    jsonchecks,
-    markup,
-    metadata,
-    meteor,
+    json,
     overlap,
     promptkit,
     provider,
-    scripts,
-    sets,
-    sql,
+    structure,
     text,
-    toolcalls,
     tools,
-    webhook,
-    words,
 )
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup
 

@@ -7,8 +7,8 @@ import polars as pl
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from .distinct import per_distinct
-from .pool import workers
+from ._support.distinct import per_distinct
+from ._support.pool import workers
 from .registry import Ctx, Verdict, assertion
 from .text import quoted
 

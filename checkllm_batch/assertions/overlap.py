@@ -12,9 +12,10 @@ from typing import Any, Callable
 
 import polars as pl
 
+from ._support.meteor import WordNetMissing, batch_scorer, wordnet_dir
+from ._support.whitespace import JS_SPACE, WORD
 from .registry import Ctx, Verdict, assertion
 from .text import js_string
-from .words import JS_SPACE, WORD
 
 SEP = "\x1f"
 MAX_N = 4
@@ -260,3 +261,33 @@ def rouge_n(ctx: Ctx) -> Verdict:
     """ROUGE-1 F1 (clipped unigram overlap, lower-cased, Treebank tokens) >= threshold;
     an empty output or reference scores 0."""
     return _graded(ctx, "ROUGE-N", _score(ctx, rouge1_scores, rouge_tokens))
+
+
+def _meteor_params(value: Any, spec: Any) -> tuple:
+    refs = _references(value, spec) if value is not None else None
+    args = spec.args if spec is not None else {}
+    out = []
+    for key, default in (("alpha", 0.9), ("beta", 3.0), ("gamma", 0.5)):
+        v = args.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"{key} must be a number")
+        out.append(float(v))
+    return (tuple(refs) if refs else None, *out)
+
+
+@assertion("meteor", default_threshold=0.5, fields=("alpha", "beta", "gamma"), prepare=_meteor_params)
+def meteor(ctx: Ctx) -> Verdict:
+    """METEOR (exact, stem, WordNet-synonym alignment; max over references) >= threshold."""
+    try:
+        wordnet_dir()
+    except WordNetMissing as e:  # every row is an error naming what is missing
+        return Verdict(pl.lit(None, pl.Boolean), "have a METEOR score", detail=pl.lit(str(e)))
+    params = ctx.fixed if ctx.row is None else _meteor_params(None, ctx.spec)
+    value = pl.lit(None, pl.String) if ctx.row is None else ctx.value
+    score = ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
+        batch_scorer(params), return_dtype=pl.Float64))
+    t = ctx.threshold
+    return Verdict(score >= t, f"have METEOR >= {t:g}", score=score,
+                   detail=pl.when(score.is_null())
+                   .then(pl.lit("meteor needs a non-empty output and reference"))
+                   .otherwise(pl.format("METEOR {}", score.round(4))))

@@ -12,10 +12,11 @@ import orjson
 import polars as pl
 
 from ..spec import template
-from .distinct import Outcome
-from .registry import Ctx, Kind, Value, Verdict, assertion
+from ._support.distinct import Outcome
+from ._support.jsonvalue import same_value
+from ._support.values import number
+from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
 from .text import item_hits, plain_items, split_items
-from .values import number
 
 
 def _count(value: Any, spec: Any) -> int:
@@ -157,7 +158,7 @@ def _json_of(text: str, spec: Any) -> Any:
         starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
         if starts:
             decoder_start = min(starts)
-            from .jsonchecks import extract_json_objects
+            from ._support.jsontext import extract_json_objects
             found = extract_json_objects(text[decoder_start:])
             if found:
                 return found[0]
@@ -173,13 +174,13 @@ def _json_path_check(text: str | None, prepared: tuple[Any, Any]) -> Outcome:
         return False, f"invalid JSON: {e}"
     result = path.search(data)
     shown = orjson.dumps(result, default=str).decode()[:200]
-    if "expected" in args and not _same(result, args["expected"]):
+    if "expected" in args and not same_value(result, args["expected"]):
         return False, f"result {shown} does not match expected value"
     if "contains" in args:
         items = args["contains"] if isinstance(args["contains"], list) else [args["contains"]]
         if not isinstance(result, list):
             return False, f"result {shown} is not an array"
-        missing = [i for i in items if not any(_same(r, i) for r in result)]
+        missing = [i for i in items if not any(same_value(r, i) for r in result)]
         if missing:
             return False, f"expected item {missing[0]!r} not found in {shown}"
     lo, hi = args.get("min"), args.get("max")
@@ -197,11 +198,6 @@ def _json_path_check(text: str | None, prepared: tuple[Any, Any]) -> Outcome:
     return True, None
 
 
-def _same(a: Any, b: Any) -> bool:
-    from .toolcalls import _same as same
-    return same(a, b)
-
-
 @assertion("json-path", kind=Kind.DISTINCT, fields=JSON_PATH_FIELDS,
            json_ok=True, prepare=_compile_path)
 def json_path(ctx: Ctx) -> Verdict:
@@ -217,3 +213,21 @@ def json_path(ctx: Ctx) -> Verdict:
     return Verdict(pl.when(candidate).then(verdict.passed).otherwise(False), verdict.expect,
                    detail=pl.when(candidate).then(verdict.detail)
                    .otherwise(pl.lit("invalid JSON: does not start like a JSON value")))
+
+
+# PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)
+EXCLUDES = {"patterns": "value", "words": "value", "match_mode": "match_mode"}
+promptkit_names("content-excludes", "content_excludes", "content_not_includes", params=EXCLUDES)
+promptkit_names("content-excludes", "banned_words", params=EXCLUDES,
+                fixed={"match_mode": "word_boundary"})
+promptkit_names("min-length", "min_length",
+                params={"min": "value", "min_characters": "value", "min_chars": "value"})
+promptkit_names("max-length", "max_length", "length",
+                params={"max": "value", "max_characters": "value", "max_chars": "value"})
+promptkit_names("sentence-count", "sentence_count", "max_sentences",
+                params={"max": "max", "max_sentences": "max", "min": "min"})
+promptkit_names("field-presence", "field_presence", "required_fields",
+                params={"fields": "value", "required_fields": "value"})
+promptkit_names("json-path", "json_path",
+                params={"expression": "value", "jmespath_expression": "value",
+                        **{k: k for k in JSON_PATH_FIELDS}})

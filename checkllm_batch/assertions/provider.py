@@ -1,4 +1,5 @@
-"""Checks on what the provider reported with the output: latency and cost columns."""
+"""Provider metadata (docs/assertions/provider.md): checks on what the provider reported with
+the output: the latency and cost columns, perplexity from the `logprobs` column."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 import polars as pl
 
 from ..spec.model import AssertionSpec
-from .registry import Ctx, Value, Verdict, assertion
-from .values import number
+from ._support.values import number
+from .registry import Ctx, Value, Verdict, assertion, promptkit_names
 
 
 def _limit(value: Any, spec: AssertionSpec) -> float:
@@ -54,3 +55,44 @@ def cost(ctx: Ctx) -> Verdict:
     CheckLLM's form (`value:`, or `source: judge`) checks the judge's cost for the case
     instead: the engine hands it to the judge (judge/cost.py)."""
     return _at_most("cost", "", ctx)
+
+
+def _perplexity() -> pl.Expr:
+    logprobs = pl.col("logprobs")
+    return (-logprobs.list.mean()).exp()
+
+
+def _missing() -> pl.Expr:
+    return pl.col("logprobs").is_null() | (pl.col("logprobs").list.len() == 0)
+
+
+MISSING = "no logprobs recorded for this case (perplexity needs per-token log probabilities)"
+
+
+@assertion("perplexity", value=Value.NONE, needs_text=False)
+def perplexity(ctx: Ctx) -> Verdict:
+    """exp(-mean(logprobs)) is at most the threshold; no threshold: passes when logprobs exist."""
+    ppl = _perplexity()
+    t = ctx.threshold
+    raw = pl.lit(not ctx.spec.negate) if t is None else ppl <= t  # promptfoo: no threshold passes
+    detail = pl.when(_missing()).then(pl.lit(MISSING)).otherwise(
+        pl.format("perplexity {}", ppl.round(4)))
+    return Verdict(pl.when(_missing()).then(None).otherwise(raw),
+                   "have perplexity" + (f" <= {t:g}" if t is not None else ""), detail=detail)
+
+
+@assertion("perplexity-score", value=Value.NONE, needs_text=False)
+def perplexity_score(ctx: Ctx) -> Verdict:
+    """1 / (1 + perplexity) is at least the threshold (score in (0, 0.5])."""
+    score = 1.0 / (1.0 + _perplexity())
+    t = ctx.threshold
+    raw = pl.lit(not ctx.spec.negate) if t is None else score >= t
+    detail = pl.when(_missing()).then(pl.lit(MISSING)).otherwise(
+        pl.format("perplexity score {}", score.round(4)))
+    return Verdict(pl.when(_missing()).then(None).otherwise(raw),
+                   "have perplexity score" + (f" >= {t:g}" if t is not None else ""),
+                   score=score, detail=detail)
+
+
+# PromptKit's name for latency (spec/promptkit.py translates `type` + `params`)
+promptkit_names("latency", "latency_budget", params={"max_ms": "threshold"})

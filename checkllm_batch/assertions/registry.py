@@ -17,9 +17,9 @@ import polars as pl
 
 from ..errors import did_you_mean
 from ..spec.model import AssertionSpec
-from .distinct import Outcome, over_distinct
-from .pool import over_distinct_pool
-from .values import PREPARED_ERROR, RowValues, literal_column
+from ._support.distinct import Outcome, over_distinct
+from ._support.pool import over_distinct_pool
+from ._support.values import PREPARED_ERROR, RowValues, literal_column
 
 
 class Kind(enum.Enum):
@@ -150,6 +150,7 @@ class AssertionType:
     # prepares rendered values in Polars where it can (null where it cannot)
     prepare_column: Callable[[pl.Expr], pl.Expr] | None = None
     templated: bool = True  # False: the value is code or an address, never a template
+    code_ref: bool = False  # a `file://x.py:fn` value names code to run, not a file to read
     negatable: bool = True
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
     # what `prepare` does for a per-row value when the evaluation checks the rest itself
@@ -160,6 +161,7 @@ class AssertionType:
     judged: Callable[[AssertionSpec], bool] | None = None
     pooled: bool = False  # checks distinct values on the process pool (pool.py)
     uses_judge: bool = False  # ACROSS: `fn` asks the judge (it is given a Graded)
+    test_options: tuple[str, ...] = ()  # JUDGE: the test `options` keys it reads (Graded.options)
 
     def kind_for(self, spec: AssertionSpec) -> Kind:
         """This type's kind for one assertion: `cost` reads the judge's cost in some forms."""
@@ -176,6 +178,8 @@ NAMED_SCORES = pl.List(pl.Struct({"metric": pl.String, "score": pl.Float64}))
 
 REGISTRY: dict[str, AssertionType] = {}
 ALIASES: dict[str, str] = {}  # other vocabularies' names -> our canonical name
+# PromptKit check name -> (our type, {PromptKit param or its alias: our field}, fixed fields)
+PROMPTKIT: dict[str, tuple[str, dict[str, str], dict[str, Any]]] = {}
 
 
 def assertion(name: str, *, kind: Kind = Kind.VECTOR, value: Value = Value.REQUIRED,
@@ -192,6 +196,17 @@ def assertion(name: str, *, kind: Kind = Kind.VECTOR, value: Value = Value.REQUI
         return fn
 
     return register
+
+
+def promptkit_names(target: str, *names: str, params: dict[str, str],
+                    fixed: dict[str, Any] | None = None) -> None:
+    """Declare PromptKit's checks `names` (`type` + `params`) as our type `target`, beside
+    its declaration: `params` maps each PromptKit param (and its aliases) onto our field;
+    `fixed` fields are set as given. spec/promptkit.py translates with these."""
+    for name in names:
+        if name in PROMPTKIT:
+            raise RuntimeError(f"PromptKit check {name!r} declared twice")
+        PROMPTKIT[name] = (target, params, dict(fixed or {}))
 
 
 def known_names() -> list[str]:

@@ -1,269 +1,297 @@
-"""Tool-call checks: OpenAI tools/function calls (and Google function calls) against declared
-schemas, and tool-call-f1.
+"""Tool-call checks (docs/assertions/tools.md) on the `tool_calls` column (OpenAI shape: [{id, type, function: {name, arguments}}]).
 
-The calls come from the case's `tool_calls` column when it is set, else from the output
-(an OpenAI `tool_calls` array, or a message object holding one). Declared tools come from
-the case's `tools` column when set, else from the assertion (`value` or `config.tools` /
-`config.functions`). Each distinct (calls, tools) pair is checked once.
+These come from PromptKit's tool checks (tools_called, tool_args, ...). Checks on the called
+tools' names decode the column with Polars (vectorised) and use list expressions; those that
+read arguments or errors parse each distinct `tool_calls` value once (orjson). A case without the column at all is an
+`error` ("no tool_calls recorded"); a null value in an existing column means no calls.
 """
 
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Callable
 from typing import Any
 
-import jsonschema_rs
 import orjson
 import polars as pl
 
-from ..spec import template
-from .pool import over_distinct_pool
-from .registry import Ctx, Kind, Value, Verdict, assertion
-from .toolnames import ToolCallParseError, tool_names
+from ._support.distinct import Outcome, over_distinct
+from ._support.jsonvalue import same_value
+from ._support.values import number
+from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
+from .text import plain_items, split_items
 
-NO_TOOLS = ("no tools declared: give them in the assertion (value or config.tools), in the "
-            "config of the case's provider under `providers:`, or in a `tools` column")
-
-
-def _declared(value: Any, spec: Any, key: str) -> list | None:
-    """The declared tools: `value`, else `config.<key>`; function calls also read
-    `config.tools` (where Google's declarations live)."""
-    config = spec.args.get("config") if spec is not None else None
-    config = config if isinstance(config, dict) else {}
-    found = value
-    for name in (key, "tools"):
-        found = config.get(name) if found is None else found
-    if isinstance(found, dict) and key in found:
-        found = found[key]
-    if found is not None and not isinstance(found, list):
-        raise ValueError(f"{key} must be a list of tool declarations")
-    return found
+Call = tuple[str, Any, Any]  # (name, parsed arguments, error or None)
 
 
-def _calls_and_tools(ctx: Ctx, key: str) -> pl.Expr:
-    """The calls, and the declared tools: the case's `tools` column, else the assertion's,
-    else those of the case's provider in the suite's `providers:` (promptfoo's source)."""
-    fallback = ctx.column(lambda declared: None if declared is None else json.dumps(declared),
-                          pl.String)
-    by_provider = {name: found for name, config in ctx.providers.items()
-                   if (found := config.get(key, config.get("tools"))) is not None}
-    of_provider = pl.lit(None, pl.String)
-    for name, found in by_provider.items():  # rendered with each case's vars, as promptfoo does
-        of_provider = pl.when(pl.col("provider") == name).then(template.text(found)) \
-            .otherwise(of_provider)
-    return pl.struct(calls=_calls(ctx),
-                     tools=pl.coalesce(pl.col("tools"), fallback, of_provider))
-
-
-def _calls(ctx: Ctx) -> pl.Expr:
-    """The case's `tool_calls` column when it holds calls, else the output."""
-    recorded = pl.col("tool_calls")
-    return pl.when(recorded.is_null() | (recorded == "[]")).then(ctx.output).otherwise(recorded)
-
-
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
-def _validate_args(name: str, arguments: str, schema: dict | None) -> str | None:
-    try:
-        args = orjson.loads(arguments)
-    except orjson.JSONDecodeError as e:
-        return f'Call to "{name}": arguments are not JSON: {e}'
-    return _schema_problem(name, args, schema)
-
-
-def _schema_problem(name: str, args: Any, schema: dict | None) -> str | None:
-    if schema is None:
-        return None
-    try:
-        validator = jsonschema_rs.validator_for(schema)
-    except (jsonschema_rs.ValidationError, ValueError) as e:
-        return f'tool "{name}" has an invalid parameters schema: {e}'
-    if validator.is_valid(args):
-        return None
-    error = next(iter(validator.iter_errors(args)))
-    return f'Call to "{name}" does not match schema: {error.message}'
-
-
-_MCP_ERROR = re.compile(r"MCP Tool Error \(([^)]+)\): (.+)")
-
-
-def tools_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None]:
-    raw = pair["calls"] or ""
-    if "MCP Tool Error" in raw:
-        m = _MCP_ERROR.search(raw)
-        return False, (f"MCP tool call failed for {m[1]}: {m[2]}" if m
-                       else "MCP tool call failed for unknown: unknown error")
-    if "MCP Tool Result" in raw:
-        return True, None
-    calls = _loads(raw)
-    if isinstance(calls, dict) and "tool_calls" in calls:
-        calls = calls["tool_calls"]
-    if not isinstance(calls, list) or not calls or any(
-            not isinstance(c, dict) or not isinstance(c.get("function"), dict)
-            or not isinstance(c["function"].get("name"), str)
-            or not isinstance(c["function"].get("arguments"), str) for c in calls):
-        return False, f"not a valid-looking tools response: {raw[:200]}"
-    tools = _loads(pair["tools"])
-    if not isinstance(tools, list):
-        return None, NO_TOOLS
-    functions = {t["function"]["name"]: t["function"] for t in tools
-                 if isinstance(t, dict) and t.get("type") == "function"
-                 and isinstance(t.get("function"), dict) and "name" in t["function"]}
+def parse_calls(text: str) -> list[Call]:
+    """The calls as (name, arguments, error); arguments given as JSON text are parsed."""
+    calls = orjson.loads(text)
+    if isinstance(calls, dict):
+        calls = calls.get("tool_calls", [calls])
+    if not isinstance(calls, list):
+        raise ValueError("tool_calls is not a list")
+    out = []
     for call in calls:
-        fn = call["function"]
-        if fn["name"] not in functions:
-            return False, f'Called "{fn["name"]}", but there is no function with that name'
-        problem = _validate_args(fn["name"], fn["arguments"], functions[fn["name"]].get("parameters"))
-        if problem:
-            return False, problem
-    return True, None
-
-
-def function_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None]:
-    """A legacy OpenAI function call, or Google function calls when the declared tools are
-    Google's (`functionDeclarations`), as promptfoo decides by provider."""
-    functions = _loads(pair["tools"])
-    if isinstance(functions, list) and any(isinstance(f, dict) and "functionDeclarations" in f
-                                           for f in functions):
-        return _google_calls_check(_loads(pair["calls"] or ""), functions)
-    call = _loads(pair["calls"] or "")
-    if isinstance(call, dict) and "function_call" in call:
-        call = call["function_call"]
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str) \
-            or not isinstance(call.get("arguments"), str):
-        return False, f"not a valid-looking function call: {str(pair['calls'])[:200]}"
-    if not isinstance(functions, list):
-        return None, NO_TOOLS.replace("config.tools", "config.functions")
-    by_name = {f.get("name"): f for f in functions if isinstance(f, dict)}
-    if isinstance(functions, list) and not by_name.get(call["name"]):  # tools-shaped list
-        by_name.update({t["function"].get("name"): t["function"] for t in functions
-                        if isinstance(t, dict) and isinstance(t.get("function"), dict)})
-    schema = (by_name.get(call["name"]) or {}).get("parameters")
-    if call["name"] not in by_name or schema is None:
-        return False, f'Called "{call["name"]}", but there is no function with that name'
-    problem = _validate_args(call["name"], call["arguments"], schema)
-    return (False, problem) if problem else (True, None)
-
-
-_GEMINI_TYPES = {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT"}
-
-
-def _lower_types(schema: Any) -> Any:
-    """A Gemini schema as JSON Schema: its upper-case `type` names lowered."""
-    if isinstance(schema, list):
-        return [_lower_types(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: _lower_types(v) for k, v in schema.items()}
-    kind = schema.get("type")
-    if isinstance(kind, str) and kind in _GEMINI_TYPES:
-        out["type"] = kind.lower()
-    elif isinstance(kind, list):
-        out["type"] = [t.lower() if t in _GEMINI_TYPES else t for t in kind]
+        if not isinstance(call, dict):
+            raise ValueError(f"a tool call is not an object: {str(call)[:80]}")
+        fn = call.get("function", call)
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise ValueError(f"a tool call has no function name: {str(call)[:80]}")
+        args = fn.get("arguments", fn.get("args"))
+        if isinstance(args, str):
+            try:
+                args = orjson.loads(args) if args.strip() else {}
+            except orjson.JSONDecodeError:
+                pass  # kept as text: only an exact expected_args comparison can fail on it
+        out.append((fn["name"], args, call.get("error") or fn.get("error")))
     return out
 
 
-def _google_calls_check(output: Any, tools: list) -> tuple[bool | None, str | None]:
-    """promptfoo's Google rule: the calls are `toolCall.functionCalls`, or the `functionCall`
-    parts of a list; each names a declared function and its `args` match its parameters (no
-    args are allowed only without parameters). Unlike promptfoo, no call at all fails."""
-    if isinstance(output, dict) and isinstance(output.get("toolCall"), dict):
-        calls = output["toolCall"].get("functionCalls")
-    elif isinstance(output, list):
-        calls = [p["functionCall"] for p in output if isinstance(p, dict) and "functionCall" in p]
-    else:
-        calls = None
-    if not isinstance(calls, list) or not calls or not all(
-            isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls):
-        return False, f"Google did not return a valid-looking function call: {str(output)[:200]}"
-    declared = next(t for t in tools if isinstance(t, dict) and "functionDeclarations" in t)
-    by_name = {f.get("name"): f for f in declared["functionDeclarations"] or []
-               if isinstance(f, dict)}
-    for call in calls:
-        name, args = call["name"], _loads(call.get("args") or {})
-        if name not in by_name:
-            return False, f'Called "{name}", but there is no function with that name'
-        schema = by_name[name].get("parameters")
-        if args and schema:
-            problem = _schema_problem(name, args, _lower_types(schema))
-            if problem:
-                return False, problem
-        elif args or schema:
-            return False, f'Call to "{name}" does not match schema: {json.dumps(by_name[name])}'
-    return True, None
+def _over_calls(check: Callable[[list[Call]], Outcome]) -> pl.Expr:
+    def run(text: str | None) -> Outcome:
+        if text is None:
+            return None, "no tool_calls recorded for this case (add a `tool_calls` column)"
+        try:
+            calls = parse_calls(text)
+        except (orjson.JSONDecodeError, ValueError) as e:
+            return None, f"tool_calls is not valid: {e}"
+        return check(calls)
+
+    return over_distinct(pl.col("tool_calls"), run)
 
 
-def _tools_value(value: Any, spec: Any) -> list | None:
-    return _declared(value, spec, "tools")
+def _verdict(ctx: Ctx, check: Callable[[list[Call]], Outcome], expect: str) -> Verdict:
+    result = ctx.once(_over_calls(check))
+    return Verdict(result.struct.field("ok"), expect, detail=result.struct.field("detail"))
 
 
-def _functions_value(value: Any, spec: Any) -> list | None:
-    return _declared(value, spec, "functions")
+_NAMES = pl.List(pl.Struct({"function": pl.Struct({"name": pl.String}), "name": pl.String}))
+NAMES = pl.Struct({"names": pl.List(pl.String), "problem": pl.String})
+_MISSING = "no tool_calls recorded for this case (add a `tool_calls` column)"
 
 
-@assertion("is-valid-openai-tools-call", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, needs_text=False, prepare=_tools_value)
-def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
-    """Every tool call names a declared tool and its JSON arguments match its parameters."""
-    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "tools"), tools_call_check))
-    return Verdict(result.struct.field("ok"), "be a valid OpenAI tools call",
-                   detail=result.struct.field("detail"))
-
-
-@assertion("is-valid-openai-function-call", kind=Kind.DISTINCT, pooled=True,
-           aliases=("is-valid-function-call",), value=Value.OPTIONAL, needs_text=False, prepare=_functions_value)
-def is_valid_openai_function_call(ctx: Ctx) -> Verdict:
-    """The output is a function call (legacy OpenAI, or Google's when the declared tools are
-    Google's) whose arguments match the declared function."""
-    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "functions"),
-                                         function_call_check))
-    return Verdict(result.struct.field("ok"), "be a valid OpenAI function call",
-                   detail=result.struct.field("detail"))
-
-
-# --- tool-call-f1 ---------------------------------------------------------------------------
-
-def _expected_tools(value: Any, spec: Any) -> tuple[str, ...]:
-    if isinstance(value, list):
-        items = [str(v).strip() for v in value]
-    elif isinstance(value, str):
-        items = [s.strip() for s in value.split(",")]
-    else:
-        raise ValueError("value must be a list of tool names or a comma-separated string")
-    items = [s for s in items if s]
-    if not items:
-        raise ValueError("value must name at least one expected tool")
-    return tuple(dict.fromkeys(items))
-
-
-def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str | None]:
+def _decode_names(values: pl.Series) -> pl.Series:
+    """{names, problem} per row: Polars decodes the JSON (vectorised); a batch with a value it
+    cannot decode is parsed once per distinct value instead, to say which and why."""
     try:
-        actual = tool_names(calls)
-    except ToolCallParseError as e:
-        return True, f"0.0|{e}"
-    hit = len(set(expected) & actual)
-    p = hit / len(actual) if actual else 0.0
-    r = hit / len(expected)
-    f1 = 2 * p * r / (p + r) if p + r else 0.0
-    called = ", ".join(sorted(actual)) or "(none)"
-    return True, f"{f1!r}|F1 {f1:.3f} (precision={p:.3f}, recall={r:.3f}); called: [{called}]"
+        names = values.str.json_decode(_NAMES).list.eval(pl.coalesce(
+            pl.element().struct.field("function").struct.field("name"),
+            pl.element().struct.field("name")))
+        problem = pl.Series([None] * len(values), dtype=pl.String)
+    except pl.exceptions.PolarsError:
+        def one(text: str | None) -> Outcome:
+            try:
+                return True, orjson.dumps([c[0] for c in parse_calls(text)]).decode()
+            except (orjson.JSONDecodeError, ValueError, TypeError) as e:
+                return False, f"tool_calls is not valid: {e}"
+        out = over_distinct(pl.col("v"), one).alias("o")
+        o = values.to_frame("v").select(out).to_series()
+        ok, text = o.struct.field("ok").fill_null(False), o.struct.field("detail")
+        none = pl.Series([None] * len(values), dtype=pl.String)
+        names = text.zip_with(ok, none).str.json_decode(pl.List(pl.String))
+        problem = text.zip_with(~ok, none)
+    problem = pl.select(pl.when(values.is_null()).then(pl.lit(_MISSING))
+                        .otherwise(pl.lit(problem))).to_series()
+    return pl.DataFrame({"names": names, "problem": problem}).to_struct()
 
 
-@assertion("tool-call-f1", kind=Kind.DISTINCT, pooled=True,
-           needs_text=False, default_threshold=1.0, prepare=_expected_tools)
-def tool_call_f1(ctx: Ctx) -> Verdict:
-    """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
-    checked = ctx.checked(_f1_check, lambda expected: f"call the tools {', '.join(expected)}"
-                          f" with F1 >= {ctx.threshold:g}", over=_calls(ctx), pooled=True)
-    parts = checked.detail.str.split_exact("|", 1)
-    f1 = parts.struct.field("field_0").cast(pl.Float64)
-    return Verdict(f1 >= ctx.threshold, checked.expect, score=f1,
-                   detail=parts.struct.field("field_1"))
+def _names_verdict(ctx: Ctx, check: Callable[[pl.Expr], pl.Expr], expect: str) -> Verdict:
+    """A verdict from list expressions over the called tools' names (vectorised)."""
+    decoded = ctx.once(pl.col("tool_calls").map_batches(_decode_names, return_dtype=NAMES))
+    names, problem = decoded.struct.field("names"), decoded.struct.field("problem")
+    called = pl.concat_str([pl.lit("called: "), pl.when(names.list.len() > 0)
+                            .then(names.list.join(", ")).otherwise(pl.lit("no tools"))])
+    return Verdict(pl.when(problem.is_null()).then(check(names)), expect,
+                   detail=pl.coalesce(problem, called))
+
+
+def _names(value: Any, spec: Any) -> list[str]:
+    names = split_items(value) if value is not None else []
+    if not names:
+        raise ValueError("value must list at least one tool name")
+    return names
+
+
+TOOL = {"kind": Kind.DISTINCT, "needs_text": False}
+NAMED = {"prepare": _names, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items,
+         **TOOL}
+
+
+def _listed(ctx: Ctx, text: str, sep: str = ", ") -> pl.Expr:
+    return pl.concat_str([pl.lit(text), ctx.prepared.list.join(sep)])
+
+
+@assertion("tools-called", **NAMED)
+def tools_called(ctx: Ctx) -> Verdict:
+    """Every listed tool was called at least once."""
+    return _names_verdict(ctx, lambda names: ctx.prepared.list.set_difference(names).list.len()
+                          == 0, _listed(ctx, "call the tools "))
+
+
+@assertion("tools-not-called", **NAMED)
+def tools_not_called(ctx: Ctx) -> Verdict:
+    """None of the listed tools was called."""
+    return _names_verdict(ctx, lambda names: ctx.prepared.list.set_intersection(names).list.len()
+                          == 0, _listed(ctx, "call none of the tools "))
+
+
+def _in_order(joined: str | None, sequence: list[str]) -> Outcome:
+    names = iter(joined.split("\x1f") if joined else [])
+    return all(step in names for step in sequence), None
+
+
+@assertion("tool-call-sequence", **NAMED)
+def tool_call_sequence(ctx: Ctx) -> Verdict:
+    """The listed tools were called in this order (other calls may come in between)."""
+    expect = _listed(ctx, "call the tools in order ", " -> ")
+    return _names_verdict(  # Python once per distinct (names, sequence)
+        ctx, lambda names: ctx.checked(_in_order, expect, over=names.list.join("\x1f")).passed,
+        expect)
+
+
+def _args_spec(value: Any, spec: Any) -> tuple[str, dict]:
+    name, expected = spec.args.get("tool_name"), spec.args.get("expected_args")
+    if not isinstance(name, str) or not name:
+        raise ValueError("tool-args needs `tool_name`")
+    if isinstance(expected, str):  # a rendered template: its JSON text
+        try:
+            expected = orjson.loads(expected)
+        except orjson.JSONDecodeError:
+            pass
+    if not isinstance(expected, dict):
+        raise ValueError("tool-args needs `expected_args`, a mapping")
+    return name, expected
+
+
+def _matches(args: Any, expected: dict) -> bool:
+    return isinstance(args, dict) and all(k in args and same_value(args[k], v)
+                                          for k, v in expected.items())
+
+
+def _on_calls(check: Callable[[list[Call], Any], Outcome]) -> Callable[[Any, Any], Outcome]:
+    """`check(calls, prepared)` on a row's `tool_calls` text, parsed; a missing or broken
+    value is an error that says so."""
+
+    def run(text: str | None, prepared: Any) -> Outcome:
+        if text is None:
+            return None, _MISSING
+        try:
+            calls = parse_calls(text)
+        except (orjson.JSONDecodeError, ValueError) as e:
+            return None, f"tool_calls is not valid: {e}"
+        return check(calls, prepared)
+
+    return run
+
+
+def _args_check(calls: list[Call], spec: tuple[str, dict]) -> Outcome:
+    name, expected = spec
+    args = [c[1] for c in calls if c[0] == name]
+    if any(_matches(a, expected) for a in args):
+        return True, None
+    return False, (f"{name} was not called" if not args else
+                   "arguments: " + (a if isinstance(a := args[0], str)
+                                    else json.dumps(a, ensure_ascii=False))[:200])
+
+
+@assertion("tool-args", value=Value.NONE, fields=("tool_name", "expected_args"),
+           required=("tool_name", "expected_args"), prepare=_args_spec, **TOOL)
+def tool_args(ctx: Ctx) -> Verdict:
+    """Some call of `tool_name` has every key of `expected_args` with that value."""
+    return ctx.checked(_on_calls(_args_check), lambda p: f"call {p[0]} with "
+                       + orjson.dumps(p[1]).decode(), over=pl.col("tool_calls"))
+
+
+def _count_spec(value: Any, spec: Any) -> tuple[str | None, int | None, int | None]:
+    tool, lo, hi = spec.args.get("tool"), spec.args.get("min"), spec.args.get("max")
+    lo, hi = (b if b is None or isinstance(b, bool) else _whole(b) for b in (lo, hi))
+    for bound in (lo, hi):
+        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool) or bound < 0):
+            raise ValueError(f"min and max must be integers >= 0, got {bound!r}")
+    if lo is None and hi is None:
+        raise ValueError("tool-call-count needs `min` or `max`")
+    return tool, lo, hi
+
+
+def _whole(value: Any) -> Any:
+    n = number(value)
+    return int(n) if n is not None and n == int(n) else value
+
+
+def _count_check(calls: list[Call], spec: tuple[str | None, int | None, int | None]) -> Outcome:
+    tool, lo, hi = spec
+    n = sum(1 for c in calls if tool is None or c[0] == tool)
+    return (n >= (lo or 0)) and (hi is None or n <= hi), \
+        "called: " + (", ".join(c[0] for c in calls) or "no tools")
+
+
+def _count_expect(spec: tuple[str | None, int | None, int | None]) -> str:
+    tool, lo, hi = spec
+    bounds = " and ".join(s for s in (lo is not None and f"at least {lo}",
+                                      hi is not None and f"at most {hi}") if s)
+    return f"make {bounds} calls" + (f" of {tool}" if tool else "")
+
+
+@assertion("tool-call-count", value=Value.NONE, fields=("tool", "min", "max"),
+           prepare=_count_spec, **TOOL)
+def tool_call_count(ctx: Ctx) -> Verdict:
+    """The number of calls (of `tool`, or of all tools) is within [min, max]."""
+    return ctx.checked(_on_calls(_count_check), _count_expect, over=pl.col("tool_calls"))
+
+
+def _tools_filter(value: Any, spec: Any) -> list[str] | None:
+    tools = spec.args.get("tools")
+    return None if tools is None else split_items(tools)
+
+
+def _errors_check(calls: list[Call], tools: list[str] | None) -> Outcome:
+    bad = [c for c in calls if c[2] and (tools is None or c[0] in tools)]
+    return not bad, "; ".join(f"{c[0]}: {c[2]}" for c in bad) or None
+
+
+@assertion("no-tool-errors", value=Value.NONE, fields=("tools",), prepare=_tools_filter, **TOOL)
+def no_tool_errors(ctx: Ctx) -> Verdict:
+    """No tool call (of `tools`, if given) carries an `error` field."""
+    return ctx.checked(_on_calls(_errors_check), "have no tool errors", over=pl.col("tool_calls"))
+
+
+def _repeat_spec(value: Any, spec: Any) -> tuple[list[str] | None, int]:
+    limit = _whole(spec.args.get("max_repeats", 1))
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValueError(f"max_repeats must be a whole number >= 1, got {limit!r}")
+    return _tools_filter(value, spec), limit
+
+
+def _repeats_check(calls: list[Call], spec: tuple[list[str] | None, int]) -> Outcome:
+    """PromptKit's rule: each call that extends a run of one tool beyond `limit` is a
+    violation, reported as name(run length)."""
+    tools, limit = spec
+    found, run = [], 1
+    for before, (name, _, _) in zip(calls, calls[1:]):
+        run = run + 1 if name == before[0] else 1
+        if run > limit and (tools is None or name in tools):
+            found.append(f"{name}({run}x)")
+    return not found, (f"repeated tool calls detected (max {limit}): " + ", ".join(found)
+                       if found else None)
+
+
+@assertion("tool-no-repeat", value=Value.NONE, fields=("tools", "max_repeats"),
+           prepare=_repeat_spec, **TOOL)
+def tool_no_repeat(ctx: Ctx) -> Verdict:
+    """No tool (of `tools`, if given) is called more than `max_repeats` (1) times in a row."""
+    return ctx.checked(_on_calls(_repeats_check),
+                       lambda p: f"call no tool more than {p[1]} time(s) in a row",
+                       over=pl.col("tool_calls"))
+
+# PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)
+promptkit_names("tools-called", "tools_called", "tool_called", params={"tool_names": "value"})
+promptkit_names("tools-not-called", "tools_not_called", params={"tool_names": "value"})
+promptkit_names("tool-args", "tool_args",
+                params={"tool_name": "tool_name", "expected_args": "expected_args"})
+promptkit_names("tool-call-count", "tool_call_count",
+                params={"tool": "tool", "min": "min", "max": "max"})
+promptkit_names("tool-call-sequence", "tool_call_sequence", params={"sequence": "value"})
+promptkit_names("no-tool-errors", "no_tool_errors", params={"tools": "tools"})
+promptkit_names("tool-no-repeat", "tool_no_repeat",
+                params={"tools": "tools", "max_repeats": "max_repeats"})

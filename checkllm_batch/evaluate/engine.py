@@ -14,9 +14,9 @@ from functools import partial
 
 import polars as pl
 
+from ..assertions._support.values import RowValues
 from ..assertions.graded import NO_JUDGE, PENDING
 from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
-from ..assertions.values import RowValues
 from ..spec import template
 from .outcome import RESULT_SCHEMA, Reasons, Stop, outcome, stopped
 from .plan import Plan, Planned

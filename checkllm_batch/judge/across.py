@@ -29,7 +29,7 @@ def decide(plan: Plan, hook: JudgeHook, p: Planned, cases: pl.DataFrame,
     elif hook.runner is None:
         outcomes = [(None, None, NO_JUDGE)] * cases.height
     else:
-        model, rubric, _ = next(iter(hook.groups(p, cases)))
+        (model, rubric, _), _tests = hook.groups(p, cases)[0]
         outcomes = p.atype.fn(hook.graded(p, cases, model, rubric, {}), p.spec, groups)
     ordered = [c for g in groups for c in g]
     decided = pl.DataFrame(

@@ -57,7 +57,7 @@ class JudgeHook:
         parts = [null_rows.select("case_id", "test_index", passed=pl.lit(False),  # fails,
                                   score=pl.lit(0.0), reason=pl.lit("output is null"),  # negated
                                   stopped=pl.lit(True))]  # or not, as every type's does
-        for (model, rubric, options), tests in self.groups(p, grade_rows).items():
+        for (model, rubric, options), tests in self.groups(p, grade_rows):
             subset = grade_rows.filter(pl.col("test_index").is_in(tests))
             outcomes = p.atype.fn(self.graded(p, subset, model, rubric, dict(options)))
             if "cost" in outcomes.columns:
@@ -75,8 +75,10 @@ class JudgeHook:
         return Graded(p.spec, rows, threshold, self.runner, self.config,
                       model or self.config.model or "", rubric, options)
 
-    def groups(self, p: Planned, rows: pl.DataFrame) -> dict[tuple, list[int]]:
-        """Tests grouped by their effective (model, rubricPrompt, options)."""
+    def groups(self, p: Planned, rows: pl.DataFrame) -> list[tuple[tuple, list[int]]]:
+        """Tests grouped by their effective (model, rubricPrompt, options), as (that
+        triple, the tests' indexes) pairs: a rubricPrompt or an option may be a mapping or a
+        list, so the triples are no dict keys."""
         out: dict[tuple, list[int]] = {}
         for index in rows["test_index"].unique().to_list():
             test = self.tests[index]
@@ -84,11 +86,11 @@ class JudgeHook:
                 or test.options.get("provider")
             rubric = p.spec.args.get("rubricPrompt", test.options.get("rubricPrompt"))
             options = tuple(sorted((k, _freeze(v)) for k, v in test.options.items()
-                                   if k == "factuality"))
+                                   if k in p.atype.test_options))
             key = (provider_model(provider), _freeze(rubric), options)
             out.setdefault(key, []).append(index)
-        return {(m, _thaw(r), tuple((k, _thaw(v)) for k, v in o)): t
-                for (m, r, o), t in out.items()}
+        return [((m, _thaw(r), tuple((k, _thaw(v)) for k, v in o)), t)
+                for (m, r, o), t in out.items()]
 
 
 def provider_model(provider: Any) -> str | None:

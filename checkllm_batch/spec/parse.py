@@ -31,7 +31,6 @@ CANNOT_RUN = {
     **{t: "outputs datasets carry no traces" for t in
        ("trace-span-count", "trace-span-duration", "trace-error-spans")},
 }
-SCRIPT_TYPES = {"python"}  # `file://x.py:fn` values name code to run, not a file to load
 COMMON_FIELDS = {"value", "provider", "rubricPrompt"}  # besides schema.Assertion's
 
 
@@ -229,7 +228,7 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
     for alias in atype.value_aliases:
         if value is None and fields.get(alias) is not None:
             value = fields[alias]
-    value = _script_ref(value, base) if atype.name in SCRIPT_TYPES else \
+    value = _script_ref(value, base) if atype.code_ref else \
         _load_value(value, base, where, problems)
     args = {k: fields[k] for k in atype.fields if k in fields}
     if not _required_present(atype, value, args, where, problems):

@@ -1,4 +1,4 @@
-"""`webhook`: POST each distinct case to a URL, promptfoo's request and response shapes.
+"""How the `webhook` type (custom.py) runs: POST each distinct case to a URL, promptfoo's request and response shapes.
 
 Request body: `{"output": ..., "context": {"prompt": ..., "vars": {...}}}`. Response: JSON
 with `pass` (required), optional `score` and `reason`. Requests run with bounded concurrency
@@ -21,7 +21,6 @@ import polars as pl
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from . import caseframe
-from .registry import Ctx, Kind, Verdict, assertion
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String}
 
@@ -91,18 +90,7 @@ def _one(cfg: dict[str, Any], row: dict[str, Any]) -> tuple[bool | None, float |
     return reply["pass"], float(score), None if reason is None else str(reason)
 
 
-def _run(cfg: dict[str, Any], rows: list[dict]) -> dict[str, list]:
+def post_cases(cfg: dict[str, Any], rows: list[dict]) -> dict[str, list]:
     with ThreadPoolExecutor(max_workers=cfg["concurrency"]) as pool:
         results = list(pool.map(lambda row: _one(cfg, row), rows))  # row-wise: one POST per case
     return {name: [r[i] for r in results] for i, name in enumerate(RESULT)}
-
-
-@assertion("webhook", kind=Kind.DISTINCT, needs_text=False, prepare=settings, templated=False)
-def webhook(ctx: Ctx) -> Verdict:
-    """A web service decides: POST {output, context}, read {pass, score, reason}."""
-    cfg: dict[str, Any] = ctx.fixed
-    result = ctx.once(caseframe.all_columns().map_batches(
-        lambda rows: caseframe.over_keys(rows, lambda uniq: _run(cfg, uniq), RESULT),
-        return_dtype=pl.Struct(RESULT)))
-    return Verdict(result.struct.field("ok"), f"pass the webhook {cfg['url']}",
-                   score=result.struct.field("score"), detail=result.struct.field("detail"))

@@ -156,3 +156,15 @@ PHRASES = (
     "i don't actually provide",
     "i don't actually recommend",
 )
+
+
+# phrases anywhere, as a Rust regex of literal alternatives between ASCII word boundaries
+def _literal_alternation(items: tuple[str, ...]) -> str:
+    return "|".join(_escape(s) for s in sorted(items, key=len, reverse=True))
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + c if c in r".^$*+?()[]{}|\-" else c for c in text)
+
+
+REFUSAL = f"(?-u:\\b)(?:{_literal_alternation(PHRASES)})(?-u:\\b)"

@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from ..spec import template
-from ..spec.model import AssertionSpec
+from ...spec import template
+from ...spec.model import AssertionSpec
 
 PREPARED_ERROR = "error"
 # per assertion (its evaluation key): row value -> (prepared, error); bounded

@@ -1,4 +1,4 @@
-"""`expression`: a vectorised custom check, as a DuckDB SQL or a Polars SQL expression.
+"""How the `expression` type (custom.py) runs: a vectorised custom check, as a DuckDB SQL or a Polars SQL expression.
 
 The expression reads the case's columns (`output`, `prompt`, `provider`, `latency_ms`,
 `cost`, `tool_calls`, `vars` as a struct and every var as its own column) and returns a
@@ -16,7 +16,6 @@ import duckdb
 import polars as pl
 
 from . import caseframe
-from .registry import Ctx, Verdict, assertion
 
 ENGINES = ("duckdb", "polars")
 RESULT = {"r": pl.Float64, "is_bool": pl.Boolean, "error": pl.String}
@@ -54,7 +53,7 @@ def evaluate(engine: str, expression: str, frame: pl.DataFrame) -> pl.Series:
     return pl.from_arrow(table).to_series()  # type: ignore[union-attr]
 
 
-def _run(engine: str, expression: str, rows: pl.Series) -> pl.Series:
+def run_expression(engine: str, expression: str, rows: pl.Series) -> pl.Series:
     frame = caseframe.case_frame(rows)
     try:
         values = evaluate(engine, expression, frame)
@@ -67,20 +66,3 @@ def _run(engine: str, expression: str, rows: pl.Series) -> pl.Series:
     return pl.DataFrame({"r": values.cast(pl.Float64)}).select(
         "r", is_bool=pl.lit(values.dtype == pl.Boolean),
         error=pl.when(pl.col("r").is_null()).then(pl.lit("expression returned NULL"))).to_struct()
-
-
-@assertion("expression", fields=("engine",), prepare=check_expression, templated=False,
-           needs_text=False)
-def expression(ctx: Ctx) -> Verdict:
-    """A DuckDB SQL (or Polars SQL) expression over the case's columns, run per batch."""
-    engine: str = ctx.fixed
-    source: str = ctx.literal
-    result = ctx.once(caseframe.all_columns().map_batches(
-        lambda rows: _run(engine, source, rows), return_dtype=pl.Struct(RESULT)))
-    r, is_bool = result.struct.field("r"), result.struct.field("is_bool")
-    threshold = ctx.threshold
-    by_score = (r > 0) if threshold is None else (r >= threshold)
-    passed = pl.when(r.is_null()).then(None).when(is_bool).then(r == 1.0).otherwise(by_score)
-    return Verdict(passed, f"satisfy the expression {source}", score=r,
-                   detail=pl.when(r.is_null()).then(result.struct.field("error"))
-                   .when(~is_bool).then(pl.format("value {}", r)))

@@ -1,6 +1,6 @@
-"""SQL checks with a real parser (sqlglot): is-sql and contains-sql, with promptfoo's
-dialects (`databaseType`) and table / column allow-lists. Each runs once per distinct
-output of a batch, on every core when a batch holds many (Ctx.checked with pooled=True).
+"""SQL checks with a real parser (sqlglot), for is-sql and contains-sql (structure.py), with
+promptfoo's dialects (`databaseType`) and table / column allow-lists. Each runs once per
+distinct output of a batch, on every core when a batch holds many (Ctx.checked with pooled=True).
 """
 
 from __future__ import annotations
@@ -8,8 +8,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Any
-
-from .registry import Ctx, Kind, Value, Verdict, assertion
 
 # --- SQL ------------------------------------------------------------------------------------
 
@@ -19,7 +17,7 @@ DIALECTS = {"athena": "athena", "bigquery": "bigquery", "db2": "postgres", "flin
             "sqlite": "sqlite", "transactsql": "tsql"}
 
 
-def _sql_options(value: Any, spec: Any) -> tuple[str, str, tuple[str, ...] | None,
+def sql_options(value: Any, spec: Any) -> tuple[str, str, tuple[str, ...] | None,
                                                  tuple[str, ...] | None]:
     if value is None:
         value = {}
@@ -270,17 +268,3 @@ def contains_sql_check(text: str | None, options) -> tuple[bool | None, str | No
             return True, None
         reason = why or reason
     return False, reason
-
-
-@assertion("is-sql", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, prepare=_sql_options)
-def is_sql(ctx: Ctx) -> Verdict:
-    """The whole output parses as SQL of `databaseType` (sqlglot), within the allow-lists."""
-    return ctx.checked(sql_check, "be valid SQL", pooled=True)
-
-
-@assertion("contains-sql", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, prepare=_sql_options)
-def contains_sql(ctx: Ctx) -> Verdict:
-    """A ```sql fenced block (or the whole output) is valid SQL, within the allow-lists."""
-    return ctx.checked(contains_sql_check, "contain valid SQL", pooled=True)

@@ -1,4 +1,4 @@
-"""METEOR, as promptfoo computes it: greedy exact, Porter-stem and WordNet-synonym stages.
+"""METEOR's internals (the `meteor` type is in overlap.py), as promptfoo computes it: greedy exact, Porter-stem and WordNet-synonym stages.
 
 WordNet comes from the local WordNet 3.0 database (Debian's `wordnet-base`, or the
 directory in $WNHOME / $WORDNET_DIR); nothing is downloaded. Without it, meteor is an
@@ -17,9 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from .overlap import _references
-from .registry import Ctx, Verdict, assertion
-from .words import JS_SPACE
+from .whitespace import JS_SPACE
 
 WORDNET_DIRS = ("/usr/share/wordnet", "/usr/local/share/wordnet", "/usr/share/wordnet/dict")
 POS = ("noun", "verb", "adj", "adv")
@@ -233,7 +231,9 @@ def meteor_scores(pairs: pl.DataFrame, alpha: float, beta: float, gamma: float) 
     return scored.group_by("id").agg(score.fill_null(0.0).max().alias("score"))
 
 
-def _batch(params: tuple):
+def batch_scorer(params: tuple):
+    """A map_batches function: METEOR of each (a: output, b: references) pair of a batch, with
+    params (references or None when each row brings its own, alpha, beta, gamma)."""
     refs, alpha, beta, gamma = params
 
     def run(pairs: pl.Series) -> pl.Series:
@@ -252,33 +252,3 @@ def _batch(params: tuple):
         return back["score"].cast(pl.Float64)
 
     return run
-
-
-def _params(value: Any, spec: Any) -> tuple:
-    refs = _references(value, spec) if value is not None else None
-    args = spec.args if spec is not None else {}
-    out = []
-    for key, default in (("alpha", 0.9), ("beta", 3.0), ("gamma", 0.5)):
-        v = args.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"{key} must be a number")
-        out.append(float(v))
-    return (tuple(refs) if refs else None, *out)
-
-
-@assertion("meteor", default_threshold=0.5, fields=("alpha", "beta", "gamma"), prepare=_params)
-def meteor(ctx: Ctx) -> Verdict:
-    """METEOR (exact, stem, WordNet-synonym alignment; max over references) >= threshold."""
-    try:
-        wordnet_dir()
-    except WordNetMissing as e:  # every row is an error naming what is missing
-        return Verdict(pl.lit(None, pl.Boolean), "have a METEOR score", detail=pl.lit(str(e)))
-    params = ctx.fixed if ctx.row is None else _params(None, ctx.spec)
-    value = pl.lit(None, pl.String) if ctx.row is None else ctx.value
-    score = ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
-        _batch(params), return_dtype=pl.Float64))
-    t = ctx.threshold
-    return Verdict(score >= t, f"have METEOR >= {t:g}", score=score,
-                   detail=pl.when(score.is_null())
-                   .then(pl.lit("meteor needs a non-empty output and reference"))
-                   .otherwise(pl.format("METEOR {}", score.round(4))))

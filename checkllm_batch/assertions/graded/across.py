@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..spec.model import AssertionSpec
-from . import prompts, replies
-from .graded import _messages
-from .registry import Kind, Value, assertion
+from ...spec.model import AssertionSpec
+from .._support import prompts, replies
+from .._support.grading import messages_for
+from ..registry import Kind, Value, assertion
 
 if TYPE_CHECKING:
-    from ..judge.grading import Graded
+    from ...judge.grading import Graded
 
 
 @assertion("select-best", kind=Kind.ACROSS, needs_text=False, negatable=False, uses_judge=True)
@@ -21,7 +21,7 @@ def select_best(g: Graded, spec: AssertionSpec, groups: list[list[dict[str, Any]
     """The judge picks the best output of the test for the criteria: it passes, others fail.
 
     One judge call per group of outputs (the cases of one test row); an outcome per case."""
-    messages = _messages(g, prompts.SELECT_BEST)
+    messages = messages_for(g, prompts.SELECT_BEST)
     criteria = str(g.spec.value)
 
     def build(group: dict[str, Any]):

@@ -1,22 +1,29 @@
-"""Model-graded types that take several calls or embeddings: RAG context checks,
-answer-relevance, g-eval, similar. Each stage sends all of a batch's requests at once."""
+"""Model-graded RAG and conversation checks: context-recall, context-relevance,
+context-faithfulness, answer-relevance (an embedding cosine), conversation-relevance. They
+take several judge calls or embeddings; each stage sends all of a batch's requests at once."""
 
 from __future__ import annotations
 
 import json
-import math
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 
-from . import prompts, replies
-from .graded import _messages, _needs, _text_value, _values, _with_vars, graded
-from .registry import Value
-from .text import js_string
+from .._support import prompts, replies
+from .._support.grading import (
+    cosine,
+    graded,
+    messages_for,
+    needs,
+    render_values,
+    text_value,
+    with_vars,
+)
+from ..registry import Value
+from ..text import js_string
 
 if TYPE_CHECKING:
-    from ..judge.grading import Graded
+    from ...judge.grading import Graded
 
 CONTEXT = "a context (`context` field, `vars.context`, or the prompt)"
 
@@ -50,10 +57,10 @@ def _joined(text: str) -> str:
 @graded("context-recall", fields=("context",), threshold=0.5)
 def context_recall(g: Graded) -> pl.DataFrame:
     """Share of the ground-truth sentences the judge attributes to the context."""
-    messages = _messages(g, prompts.CONTEXT_RECALL)
+    messages = messages_for(g, prompts.CONTEXT_RECALL)
 
     def build(item: dict[str, Any]):
-        why = _needs(item, "context", CONTEXT)
+        why = needs(item, "context", CONTEXT)
         if why:
             return why
         return g.chat(prompts.render(messages, {"context": _joined(item["context"]),
@@ -63,17 +70,17 @@ def context_recall(g: Graded) -> pl.DataFrame:
         score = replies.attributed(text)
         return score >= (g.threshold or 0.0), score, f"{score:.2f} of sentences attributed"
 
-    return g.each({"context": _context(g), "truth": _text_value(g)},
+    return g.each({"context": _context(g), "truth": text_value(g)},
                   lambda items: g.judge(items, build, parse))
 
 
 @graded("context-relevance", Value.OPTIONAL, fields=("context", "query"), threshold=0.5)
 def context_relevance(g: Graded) -> pl.DataFrame:
     """Share of the context's lines (or chunks) the judge needs to answer the query."""
-    messages = _messages(g, prompts.CONTEXT_RELEVANCE)
+    messages = messages_for(g, prompts.CONTEXT_RELEVANCE)
 
     def build(item: dict[str, Any]):
-        why = _needs(item, "context", CONTEXT) or _needs(item, "query", "a `query` (or vars.query)")
+        why = needs(item, "context", CONTEXT) or needs(item, "query", "a `query` (or vars.query)")
         if why:
             return why
         return g.chat(prompts.render(messages, {"context": _joined(item["context"]),
@@ -101,7 +108,7 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
 
     def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
         def first(item):
-            return _needs(item, "context", CONTEXT) or g.chat(prompts.render(
+            return needs(item, "context", CONTEXT) or g.chat(prompts.render(
                 longform, {"question": item["query"] or "", "answer": item["output"]}))
         stage1 = g.ask(items, first)
         statements: list[list[str] | str] = []
@@ -132,21 +139,15 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
                    "output": pl.col("output")}, grade)
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
-    return float(x @ y / norm) if norm else 0.0
-
-
 @graded("answer-relevance", Value.OPTIONAL, fields=("query",), threshold=0.5,
         aliases=("model-graded-relevance",))
 def answer_relevance(g: Graded) -> pl.DataFrame:
     """Cosine between the query and a question the judge generates from the output."""
-    messages = _messages(g, prompts.ANSWER_RELEVANCE)
+    messages = messages_for(g, prompts.ANSWER_RELEVANCE)
 
     def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
         def ask(item):
-            return _needs(item, "query", "a `query` (or vars.query, or the prompt)") or \
+            return needs(item, "query", "a `query` (or vars.query, or the prompt)") or \
                 g.chat(prompts.render(messages, {"answer": item["output"]}))
         questions = g.ask(items, ask)
         texts = [r if isinstance(r, str) else r.text for r in questions]
@@ -165,119 +166,12 @@ def answer_relevance(g: Graded) -> pl.DataFrame:
             if why:
                 out.append((None, None, why))
                 continue
-            score = max(0.0, _cosine(a.vector, b.vector))
+            score = max(0.0, cosine(a.vector, b.vector))
             out.append((score >= (g.threshold or 0.0), score,
                         f"similarity {score:.3f} to generated question {p['question']!r}"))
         return out
 
     return g.each({"query": _query(g, True), "output": pl.col("output")}, grade)
-
-
-@graded("g-eval", threshold=0.7)
-def g_eval(g: Graded) -> pl.DataFrame:
-    """G-Eval: the judge writes evaluation steps for the criteria, then scores 0-10."""
-    criteria = g.spec.value if isinstance(g.spec.value, list) else [g.spec.value]
-    custom = g.rubric_prompt if isinstance(g.rubric_prompt, dict) else {}
-    steps_prompt = prompts.from_rubric_prompt(custom["steps"]) if "steps" in custom \
-        else prompts.GEVAL_STEPS
-    eval_prompt = prompts.from_rubric_prompt(custom["evaluate"]) if "evaluate" in custom \
-        else prompts.GEVAL_EVALUATE
-
-    def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
-        step_replies = g.runner.run([g.chat(prompts.render(steps_prompt, {"criteria": str(c)}))
-                                     for c in criteria])
-        steps: dict[str, list[str] | str] = {}
-        for c in criteria:
-            reply = step_replies[g.chat(prompts.render(steps_prompt, {"criteria": str(c)})).hash]
-            why = replies.failure(reply)
-            try:
-                steps[str(c)] = why or replies.geval_steps(reply.text or "")
-            except replies.Unparsable as e:
-                g.unparsed(reply)
-                steps[str(c)] = str(e)
-        pairs = [{"item": i, "criteria": str(c)} for i in items for c in criteria]
-
-        def build(pair):
-            found = steps[pair["criteria"]]
-            if isinstance(found, str):
-                return found
-            return g.chat(prompts.render(eval_prompt, {
-                "criteria": pair["criteria"], "steps": "\n".join(f"- {s}" for s in found),
-                "input": pair["item"]["input"] or "", "output": pair["item"]["output"],
-                "maxScore": 10}))
-        results = g.judge(pairs, build, lambda _, text: (True, *replies.geval_score(text)))
-        out = []
-        for k in range(len(items)):
-            mine = results[k * len(criteria):(k + 1) * len(criteria)]
-            bad = next((r for r in mine if r[0] is None), None)
-            if bad:
-                out.append(bad)
-                continue
-            score = sum(r[1] for r in mine) / len(mine)
-            out.append((score >= (g.threshold or 0.7), score,
-                        "; ".join(r[2] or "" for r in mine) or None))
-        return out
-
-    return g.each({"input": pl.col("prompt"), "output": pl.col("output")}, grade)
-
-
-def _similar(g: Graded, metric: str) -> pl.DataFrame:
-    values = g.spec.value if isinstance(g.spec.value, list) else None
-    threshold = g.threshold if g.threshold is not None else 0.75
-
-    def measure(a: list[float], b: list[float]) -> tuple[float, bool, str]:
-        if metric == "euclidean":
-            d = math.dist(a, b)
-            return 1.0 / (1.0 + d), d <= threshold + 1e-9, f"distance {d:.4f}"
-        sim = _cosine(a, b) if metric == "cosine" else float(np.dot(a, b))
-        return min(1.0, max(0.0, sim)), sim >= threshold - 1e-9, f"{metric} similarity {sim:.4f}"
-
-    def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
-        def expected(item):
-            return values if values is not None else [item["value"]]
-        texts = {t for i in items for t in [i["output"], *expected(i)] if t}
-        vectors = g.runner.run([g.embed(t) for t in texts])
-        out: list[replies.Outcome] = []
-        for item in items:
-            if not item["output"]:
-                out.append((False, 0.0, "output is empty"))
-                continue
-            mine = vectors[g.embed(item["output"]).hash]
-            g.attribute(item, mine, *(vectors.get(g.embed(t).hash) for t in expected(item) if t))
-            best: tuple[float, bool, str] | None = None
-            why = replies.failure(mine)
-            for text in expected(item):
-                other = vectors.get(g.embed(text).hash) if text else None
-                why = why or (replies.failure(other) if other else "empty expected value")
-                if why:
-                    break
-                result = measure(mine.vector, other.vector)
-                if best is None or result[1] or (not best[1] and result[0] > best[0]):
-                    best = result
-                if result[1]:
-                    break
-            out.append((None, None, why) if why or best is None else best[1::-1] + (best[2],))
-        return out
-
-    return g.each({"output": pl.col("output"), "value": g.value}, grade)
-
-
-@graded("similar", aliases=("similar:cosine",), threshold=0.75)
-def similar(g: Graded) -> pl.DataFrame:
-    """Cosine similarity of the output's and the value's embeddings, at least the threshold."""
-    return _similar(g, "cosine")
-
-
-@graded("similar:dot", threshold=0.75)
-def similar_dot(g: Graded) -> pl.DataFrame:
-    """Dot product of the output's and the value's embeddings, at least the threshold."""
-    return _similar(g, "dot")
-
-
-@graded("similar:euclidean", threshold=0.75)
-def similar_euclidean(g: Graded) -> pl.DataFrame:
-    """Euclidean distance between the embeddings, at most the threshold."""
-    return _similar(g, "euclidean")
 
 
 NOT_RELEVANT = "Response is not relevant to the conversation context"
@@ -310,12 +204,12 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
     judge finds relevant; a summary call explains the irrelevant ones."""
     config = g.spec.args.get("config") or {}
     size = int(config.get("windowSize") or 5)
-    custom = _messages(g, []) if g.rubric_prompt else None
+    custom = messages_for(g, []) if g.rubric_prompt else None
 
     def window_request(pair: dict[str, Any]):
         window = pair["window"]
         if custom:
-            return g.chat(prompts.render(custom, {**_values(dict(pair["item"])),
+            return g.chat(prompts.render(custom, {**render_values(dict(pair["item"])),
                                                   "messages": window}))
         roles = [{"role": r, "content": _as_text(t[k])} for t in window
                  for r, k in (("user", "input"), ("assistant", "output"))]
@@ -376,5 +270,5 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
         return out
 
     return g.each({"conversation": g.var("_conversation"), "prompt": pl.col("prompt"),
-                   "output": pl.col("output"), **_with_vars(g)}, grade)
+                   "output": pl.col("output"), **with_vars(g)}, grade)
 

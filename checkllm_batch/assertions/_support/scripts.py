@@ -1,4 +1,4 @@
-"""`python`: an inline Python expression, or a function from `file://checks.py:fn`.
+"""How the `python` type (custom.py) runs user code: an inline Python expression, or a function from `file://checks.py:fn`.
 
 A function marked with `@batch_check` receives the whole batch as a Polars DataFrame
 (`output`, `prompt`, `provider`, `tool_calls`, `vars` as a struct and each var as a column)
@@ -22,9 +22,9 @@ from typing import Any
 import orjson
 import polars as pl
 
+from ..registry import NAMED_SCORES, Ctx
 from . import caseframe
 from .distinct import per_distinct
-from .registry import NAMED_SCORES, Ctx, Kind, Verdict, assertion
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String, "named": NAMED_SCORES}
 Result = tuple[bool | None, float | None, str | None, list[dict] | None]  # named: namedScores
@@ -211,11 +211,9 @@ def batch_result(series: pl.Series, threshold: float | None) -> pl.DataFrame:
                         pl.col("detail").cast(pl.String), pl.col("named").cast(NAMED_SCORES))
 
 
-@assertion("python", kind=Kind.DISTINCT, needs_text=False, prepare=load_script)
-def python(ctx: Ctx) -> Verdict:
-    """A Python expression or function decides: bool, score, or a GradingResult dict."""
+def script_runner(ctx: Ctx, config: Any) -> Callable[[pl.Series], pl.Series]:
+    """The `python` type's batch function: each batch's case structs -> RESULT structs."""
     script: Script = ctx.fixed
-    config = ctx.spec.args.get("config")
 
     def run(rows: pl.Series) -> pl.Series:
         if ctx.row is not None:  # a templated script: each distinct rendering compiled once
@@ -226,12 +224,4 @@ def python(ctx: Ctx) -> Verdict:
         return caseframe.over_keys(
             rows, lambda uniq: _call_rows(script, ctx.threshold, config, uniq), RESULT)
 
-    columns = caseframe.all_columns() if ctx.row is None else pl.struct(
-        pl.all(), ctx.row.key.alias(caseframe.SCRIPT))
-    result = ctx.once(columns.map_batches(run, return_dtype=pl.Struct(RESULT)))
-    source = (ctx.column(lambda s: s.source, pl.String) if ctx.row is not None
-              else pl.lit(script.source))
-    return Verdict(result.struct.field("ok"),
-                   pl.concat_str([pl.lit("pass the python check ("), source, pl.lit(")")]),
-                   score=result.struct.field("score"), detail=result.struct.field("detail"),
-                   named=result.struct.field("named"))
+    return run

@@ -1,8 +1,6 @@
-"""Markup checks that need a parser: XML (lxml) and HTML (lexbor, an HTML5 parser).
-
-is-xml, contains-xml and is-html run once per distinct output of a batch, on every core when
-a batch holds many distinct outputs (Ctx.checked with pooled=True); contains-html is a vectorised
-count of promptfoo's HTML indicators.
+"""Markup checks that need a parser (the types are in structure.py): XML (lxml) and HTML
+(lexbor, an HTML5 parser), each a check of one output, run once per distinct output of a batch,
+on every core when a batch holds many distinct outputs (Ctx.checked with pooled=True).
 """
 
 from __future__ import annotations
@@ -11,26 +9,10 @@ import re
 from functools import lru_cache
 from typing import Any
 
-import polars as pl
-
 from .htmlnames import HTML_ELEMENTS
-from .registry import Ctx, Kind, Value, Verdict, assertion
-from .words import JS_CHARS
+from .whitespace import JS_CHARS
 
 # --- XML ------------------------------------------------------------------------------------
-
-
-def _required(value: Any, spec: Any) -> tuple[str, ...]:
-    """Required element paths: a comma string, a list, or {requiredElements: [...]}."""
-    if value is None or value == "" or value == [] or value == {}:
-        return ()
-    if isinstance(value, str):
-        return tuple(s.strip() for s in value.split(","))
-    if isinstance(value, list):
-        return tuple(str(v) for v in value)
-    if isinstance(value, dict) and isinstance(value.get("requiredElements"), list):
-        return tuple(str(v) for v in value["requiredElements"])
-    raise ValueError("value must be a comma-separated string, a list, or {requiredElements: [...]}")
 
 
 def _name(el) -> str:
@@ -205,20 +187,6 @@ def contains_xml_check(text: str | None, required: tuple[str, ...]
     return False, "No valid XML content found matching the requirements"
 
 
-@assertion("is-xml", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, prepare=_required)
-def is_xml(ctx: Ctx) -> Verdict:
-    """The whole output is well-formed XML holding the required element paths, if any."""
-    return ctx.checked(xml_check, "be valid XML", pooled=True)
-
-
-@assertion("contains-xml", kind=Kind.DISTINCT, pooled=True,
-           value=Value.OPTIONAL, prepare=_required)
-def contains_xml(ctx: Ctx) -> Verdict:
-    """Some balanced XML region of the output parses and holds the required element paths."""
-    return ctx.checked(contains_xml_check, "contain valid XML", pooled=True)
-
-
 # --- HTML -----------------------------------------------------------------------------------
 
 MAX_HTML = 10 * 1024 * 1024  # promptfoo's input size limit for HTML checks
@@ -251,33 +219,3 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
                for t in (n.tag for n in tree.root.traverse())):
         return False, "Output does not contain recognized HTML elements"
     return True, None
-
-
-@assertion("is-html", kind=Kind.DISTINCT, pooled=True, value=Value.NONE)
-def is_html(ctx: Ctx) -> Verdict:
-    """The output is an HTML document or fragment: recognised elements, no bare text outside."""
-    return ctx.checked(html_check, "be valid HTML", pooled=True)
-
-
-_INDICATORS = [
-    (r"<[a-zA-Z][a-zA-Z0-9-]*(?:\s[^>]*)?/>", 1),
-    (r"&(?:[a-zA-Z]+|#[0-9]+|#x[0-9a-fA-F]+);", 1),
-    (r"(?i)<!DOCTYPE\s+html", 2),
-    (r"<!--[^-]*(?:-[^-]+)*-->", 1),
-    (r"\s[a-zA-Z-]+=\s*[\"'][^\"']*[\"']", 1),
-    (r"(?i)<(?:html|head|body|div|span|p|a|img|h[1-6]|ul|ol|li|table|tr|td|th|form|input|button"
-     r"|script|style|link|meta|br|hr)\b", 2),
-]
-
-
-@assertion("contains-html", value=Value.NONE)
-def contains_html(ctx: Ctx) -> Verdict:
-    """The output holds HTML: at least two of promptfoo's indicators (tags, entities, ...)."""
-    out = ctx.output
-    opening = out.str.contains(r"<[a-zA-Z][a-zA-Z0-9-]*(?:\s[^>]*)?>")
-    closing = out.str.contains(r"</[a-zA-Z][a-zA-Z0-9-]*\s*>")
-    tags = (pl.when(opening & closing).then(2).when(opening | closing).then(1).otherwise(0))
-    points = pl.sum_horizontal(tags, *(out.str.contains(p).cast(pl.Int32) * w
-                                       for p, w in _INDICATORS))
-    found = (points >= 2) & (out.str.len_chars() <= MAX_HTML)
-    return Verdict(found, "contain HTML", detail=pl.format("{} HTML indicators", points))

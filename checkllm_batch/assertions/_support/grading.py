@@ -1,0 +1,60 @@
+"""What the model-graded types (graded/) share: their registration, the values a prompt is
+rendered with, the prompt a custom `rubricPrompt` replaces, and embedding cosine."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+import polars as pl
+
+from ..registry import Kind, Value, assertion
+from . import prompts
+
+if TYPE_CHECKING:
+    from ...judge.grading import Graded
+
+
+def graded(name: str, value: Value = Value.REQUIRED, *, fields: tuple[str, ...] = (),
+           required: tuple[str, ...] = (), threshold: float | None = None,
+           aliases: tuple[str, ...] = (), negatable: bool = True,
+           test_options: tuple[str, ...] = ()) -> Callable:
+    """Register the decorated function as the model-graded (Kind.JUDGE) type `name`."""
+    return assertion(name, kind=Kind.JUDGE, value=value, fields=fields, required=required,
+                     default_threshold=threshold, aliases=aliases, needs_text=False,
+                     negatable=negatable, test_options=test_options)
+
+
+def render_values(item: dict[str, Any]) -> dict[str, Any]:
+    """Render values: the case's vars first, then the type's own names (which win)."""
+    vars_ = item.pop("__vars", None)
+    base = json.loads(vars_) if vars_ else {}
+    return {**base, **item}
+
+
+def messages_for(g: Graded, default: prompts.Messages) -> prompts.Messages:
+    return prompts.from_rubric_prompt(g.rubric_prompt) if g.rubric_prompt else default
+
+
+def with_vars(g: Graded) -> dict[str, pl.Expr]:
+    """The case's vars as an input, only when a custom prompt may use them."""
+    return {"__vars": pl.col("vars")} if g.rubric_prompt else {}
+
+
+def text_value(g: Graded, *fallbacks: str) -> pl.Expr:
+    """The assertion value (objects JSON-stringified), else the first field that is set."""
+    value = g.spec.value
+    expr = pl.lit(json.dumps(value, ensure_ascii=False)) if isinstance(value, (dict, list)) \
+        else g.value
+    return pl.coalesce(expr, *(g.arg(f) for f in fallbacks)) if fallbacks else expr
+
+
+def needs(item: dict[str, Any], name: str, what: str) -> str | None:
+    return None if item.get(name) not in (None, "") else f"needs {what}"
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y / norm) if norm else 0.0

@@ -259,3 +259,19 @@ def test_a_description_shared_by_two_tests_routes_no_row(tmp_path):
     assert str(e.value) == ("<table>: row 2: test_id 'same' is the description of 2 tests "
                             '(test 1 ("same"), test 2 ("same")): give them ids')
     assert cb.evaluate(suite, frame.head(1)).test_results["pass"].to_list() == [True]
+
+
+def test_reading_parquet_holds_one_row_group_not_the_file(tmp_path):
+    """Streaming a Parquet file keeps Arrow's memory at about one batch: pyarrow's
+    pre-buffering kept every row group read so far (a 10M-row run's memory grew with the
+    file). Counted in Arrow's allocator (bytes, not time): 20 row groups of ~4 MiB."""
+    from checkllm_batch.load.outputs import read_batches
+
+    path = tmp_path / "o.parquet"
+    pq.write_table(pa.table({"output": [f"row {i} ünï " * 40 for i in range(200_000)]}),
+                   path, row_group_size=10_000, compression="none")
+    base, held = pa.total_allocated_bytes(), 0
+    for batch in read_batches(str(path), 10_000):
+        del batch
+        held = max(held, pa.total_allocated_bytes() - base)
+    assert held < 4 * (path.stat().st_size / 20), held  # a few row groups, never the file

@@ -47,7 +47,7 @@ def connect(path: str | Path, *, create: bool = True) -> duckdb.DuckDBPyConnecti
     if create or memory:
         # A bounded buffer: written blocks go to disk instead of piling up in memory. 512 MB
         # is full within the first million cases, so a 10M-case run peaks where a 1M one does
-        # (2.41 vs 2.46 GiB measured; with 1 GB: 2.89 vs 2.49); queries beyond it spill.
+        # (2.30 vs 2.35 GiB measured; with 1 GB: 2.76 vs 2.37); queries beyond it spill.
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         migrate(con)
         _mark_abandoned(con)

@@ -78,7 +78,9 @@ def rubric(text: str, threshold: float | None) -> Outcome:
     if "pass" not in obj and "score" not in obj:
         raise Unparsable(f"judge reply has neither pass nor score: {snippet(text)}")
     score = unit_score(obj["score"]) if obj.get("score") is not None else None
-    passed = boolean(obj["pass"]) if "pass" in obj else score >= (threshold or 0.5)  # type: ignore
+    # no pass: the score decides (the check above makes it present)
+    passed = boolean(obj["pass"]) if "pass" in obj or score is None \
+        else score >= (threshold or 0.5)
     score = score if score is not None else float(passed)
     if threshold is not None and score < threshold:
         return False, score, f"Score {score:g} below threshold {threshold:g}: {obj.get('reason')}"

@@ -88,7 +88,8 @@ class Ctx:
         slow = result.struct.field("value")
         return slow if fast is None else pl.coalesce(fast, slow)
 
-    def checked(self, check: Callable[[Any, Any], Outcome], expect: str | Callable[[Any], str],
+    def checked(self, check: Callable[[Any, Any], Outcome],
+                expect: pl.Expr | str | Callable[[Any], str],
                 over: pl.Expr | None = None, pooled: bool = False, where: pl.Expr | None = None
                 ) -> Verdict:
         """The verdict of `check(x, prepared value)` run once per distinct (x, value) pair,

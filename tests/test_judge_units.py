@@ -30,6 +30,10 @@ RUBRIC_CASES = [
     ('{"pass": true, "score": 8}', None, E),  # outside [0, 1]
     ('{"pass": "maybe", "score": 1}', None, E),
     ('{"reason": "no verdict"}', None, E),
+    # a null score is no score: an error on that row (it was a TypeError losing the batch)
+    ('{"score": null, "reason": "x"}', None, E),
+    ('{"score": null, "reason": "x"}', 0.6, E),
+    ('{"pass": false, "score": null}', None, (False, 0.0)),
     ("I think it passes.", None, E),
     ("", None, E),
     ('{"pass": true, "score": "NaN"}', None, E),

@@ -58,6 +58,11 @@ CASES = [
     ({"type": "regex", "value": "foo(?=bar)"}, "foobaz", FAIL),
     ({"type": "regex", "value": "(?<!x)y"}, "xy", FAIL),  # lookbehind
     ({"type": "regex", "value": "(a)\\1"}, "aa", PASS),  # backreference
+    # a non-ASCII digit after `\` is the character itself (node: /(a)\²/.test("a²") is true,
+    # /(a)(b)(c)\٣/.test("abc٣") is true); `\²` used to crash the translation
+    ({"type": "regex", "value": "(a)\\²"}, "a²", PASS),
+    ({"type": "regex", "value": "(a)(b)(c)\\٣"}, "abc٣", PASS),
+    ({"type": "regex", "value": "(a)(b)(c)\\٣"}, "abcc", FAIL),
     ({"type": "not-regex", "value": "error"}, "all good", PASS),
     ({"type": "regex", "value": "[^]"}, "\n", PASS),
 ]

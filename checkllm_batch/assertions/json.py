@@ -71,6 +71,8 @@ def _without_lone_surrogates(value: Any) -> Any:
 
 
 def _parsed(text: str | None, validate: Validator | None) -> Outcome:
+    if text is None:  # a row outside `where`: _json_verdict decides it vectorised
+        return None, None
     try:
         parsed = js_json_loads(text)
     except ValueError as e:
@@ -99,7 +101,7 @@ def _json_verdict(ctx: Ctx, check, what: str, candidate: pl.Expr, otherwise: str
                    detail=pl.when(candidate).then(verdict.detail).otherwise(pl.lit(otherwise)))
 
 
-JSON_CHECK = {"kind": Kind.DISTINCT, "value": Value.OPTIONAL, "json_ok": True,
+JSON_CHECK: dict[str, Any] = {"kind": Kind.DISTINCT, "value": Value.OPTIONAL, "json_ok": True,
               "prepare": compile_schema}
 
 

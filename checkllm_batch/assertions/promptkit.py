@@ -4,6 +4,7 @@ names and `params` it maps onto these): lengths, sentences, fields, banned words
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 from typing import Any
 
@@ -26,7 +27,7 @@ def _count(value: Any, spec: Any) -> int:
     return int(n)
 
 
-LENGTH = {"prepare": _count, "prepared_dtype": pl.Int64}
+LENGTH: dict[str, Any] = {"prepare": _count, "prepared_dtype": pl.Int64}
 
 
 @assertion("min-length", **LENGTH)
@@ -63,7 +64,7 @@ def _sentences_expect(bounds: tuple[int | None, int | None]) -> str:
 @assertion("sentence-count", value=Value.OPTIONAL, fields=("min", "max"), prepare=_bounds)
 def sentence_count(ctx: Ctx) -> Verdict:
     """The number of sentences (text between runs of . ! ?) is within [min, max]."""
-    lo, hi = (ctx.column(lambda b, i=i: b[i], pl.Int64) for i in (0, 1))
+    lo, hi = (ctx.column(operator.itemgetter(i), pl.Int64) for i in (0, 1))
     parts = ctx.output.str.count_matches(r"[^.!?\s][^.!?]*")
     n = pl.when((parts == 0) & (ctx.output.str.strip_chars() != "")).then(1).otherwise(parts)
     ok = (lo.is_null() | (n >= lo)) & (hi.is_null() | (n <= hi))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import polars as pl
 
@@ -20,6 +20,9 @@ from ..spec.model import AssertionSpec
 from ._support.distinct import Outcome, over_distinct
 from ._support.pool import over_distinct_pool
 from ._support.values import PREPARED_ERROR, RowValues, literal_column
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)
 
 
 class Kind(enum.Enum):
@@ -69,7 +72,7 @@ class Ctx:
         self.stash[name] = expr
         return pl.col(name)
 
-    def column(self, fn: Callable[[Any], Any], dtype: pl.DataType,
+    def column(self, fn: Callable[[Any], Any], dtype: PolarsDataType,
                vectorised: Callable[[pl.Expr], pl.Expr] | None = None) -> pl.Expr:
         """`fn(prepared value)` on each row, as a column of `dtype` (once per distinct value).
         `vectorised`, if given, prepares rendered text values in Polars where it can (null
@@ -85,7 +88,8 @@ class Ctx:
         slow = result.struct.field("value")
         return slow if fast is None else pl.coalesce(fast, slow)
 
-    def checked(self, check: Callable[[Any, Any], Outcome], expect: str | Callable[[Any], str],
+    def checked(self, check: Callable[[Any, Any], Outcome],
+                expect: pl.Expr | str | Callable[[Any], str],
                 over: pl.Expr | None = None, pooled: bool = False, where: pl.Expr | None = None
                 ) -> Verdict:
         """The verdict of `check(x, prepared value)` run once per distinct (x, value) pair,
@@ -112,9 +116,9 @@ class Ctx:
         result = self.once(over_distinct(
             pairs if where is None else pl.when(where).then(pairs).otherwise(None),
                                          pair))
-        text = (self.column(expect, pl.String) if callable(expect)
-                else (self.column(lambda _: True, pl.Boolean), expect)[1])
-        return Verdict(result.struct.field("ok"), text, detail=result.struct.field("detail"))
+        wording: pl.Expr | str = (self.column(expect, pl.String) if callable(expect)
+                                  else (self.column(lambda _: True, pl.Boolean), expect)[1])
+        return Verdict(result.struct.field("ok"), wording, detail=result.struct.field("detail"))
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,7 @@ class AssertionType:
     default_threshold: float | None = None
     needs_text: bool = True  # a null or non-text output fails it
     json_ok: bool = False  # a structured (JSON) output is checked as its JSON text
-    prepared_dtype: pl.DataType | None = None  # `Ctx.prepared` is a column of this type
+    prepared_dtype: PolarsDataType | None = None  # `Ctx.prepared` is a column of this type
     # prepares rendered values in Polars where it can (null where it cannot)
     prepare_column: Callable[[pl.Expr], pl.Expr] | None = None
     templated: bool = True  # False: the value is code or an address, never a template

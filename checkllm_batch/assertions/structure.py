@@ -29,7 +29,7 @@ from ._support.toolnames import ToolCallParseError, tool_names
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
 # a library parses each distinct output (DISTINCT), on every core when a batch holds many
-PARSED = {"kind": Kind.DISTINCT, "pooled": True}
+PARSED: dict[str, Any] = {"kind": Kind.DISTINCT, "pooled": True}
 
 # --- XML ------------------------------------------------------------------------------------
 
@@ -205,6 +205,7 @@ def tool_call_f1(ctx: Ctx) -> Verdict:
     """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
     checked = ctx.checked(_f1_check, lambda expected: f"call the tools {', '.join(expected)}"
                           f" with F1 >= {ctx.threshold:g}", over=_calls(ctx), pooled=True)
+    assert checked.detail is not None  # Ctx.checked always words a detail
     parts = checked.detail.str.split_exact("|", 1)
     f1 = parts.struct.field("field_0").cast(pl.Float64)
     return Verdict(f1 >= ctx.threshold, checked.expect, score=f1,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from typing import Any, Callable
 
 import orjson
@@ -101,7 +102,8 @@ def split_items(value: Any) -> list[str]:
         return [js_string(v) for v in value]
     if not isinstance(value, str):
         raise ValueError("value must be a list or a comma-separated string")
-    items, i = [], 0
+    items: list[str] = []
+    i = 0
     while True:
         while i < len(value) and value[i] in JS_TRIM + ",":
             i += 1
@@ -187,6 +189,7 @@ def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
     items: list[str] | None = ctx.fixed
     if items is not None:  # the same list on every row: Polars' multi-pattern search
         hits = [text.str.contains(s.lower() if fold else s, literal=True) for s in items]
+        missing: pl.Expr | None
         if not items:  # promptfoo: any of nothing fails, all of nothing passes
             found, missing = pl.lit(every), pl.lit("")
         else:
@@ -215,7 +218,7 @@ def plain_items(text: pl.Expr) -> pl.Expr:
     return pl.when(plain).then(text.str.extract_all(_PLAIN_ITEM))
 
 
-ITEMS = {"prepare": _items, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items}
+ITEMS: dict[str, Any] = {"prepare": _items, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items}
 
 
 @assertion("contains-any", **ITEMS)
@@ -261,6 +264,8 @@ def _expected(value: Any, spec: Any) -> tuple[Any, Any] | None:
 
 
 def _same_json(text: str | None, expected: tuple[Any, Any]) -> Outcome:
+    if text is None:
+        return False, "output is not valid JSON"
     try:
         return _canonical(orjson.loads(text)) == expected[0], None
     except (orjson.JSONDecodeError, TypeError):
@@ -368,7 +373,7 @@ def _words_expect(bounds: tuple[int | None, int | None]) -> str:
 @assertion("word-count", prepare=_word_range)
 def word_count(ctx: Ctx) -> Verdict:
     """The number of whitespace-separated words equals the value, or lies in [min, max]."""
-    low, high = (ctx.column(lambda b, i=i: b[i], pl.Int64) for i in (0, 1))
+    low, high = (ctx.column(operator.itemgetter(i), pl.Int64) for i in (0, 1))
     words = ctx.output.str.count_matches(WORD)
     within = (low.is_null() | (words >= low)) & (high.is_null() | (words <= high))
     return Verdict(within, ctx.column(_words_expect, pl.String),

@@ -81,6 +81,8 @@ def _decode_names(values: pl.Series) -> pl.Series:
         problem = pl.Series([None] * len(values), dtype=pl.String)
     except pl.exceptions.PolarsError:
         def one(text: str | None) -> Outcome:
+            if text is None:
+                return False, _MISSING  # what every null value says below
             try:
                 return True, orjson.dumps([c[0] for c in parse_calls(text)]).decode()
             except (orjson.JSONDecodeError, ValueError, TypeError) as e:
@@ -96,7 +98,8 @@ def _decode_names(values: pl.Series) -> pl.Series:
     return pl.DataFrame({"names": names, "problem": problem}).to_struct()
 
 
-def _names_verdict(ctx: Ctx, check: Callable[[pl.Expr], pl.Expr], expect: str) -> Verdict:
+def _names_verdict(ctx: Ctx, check: Callable[[pl.Expr], pl.Expr], expect: pl.Expr | str
+                   ) -> Verdict:
     """A verdict from list expressions over the called tools' names (vectorised)."""
     decoded = ctx.once(pl.col("tool_calls").map_batches(_decode_names, return_dtype=NAMES))
     names, problem = decoded.struct.field("names"), decoded.struct.field("problem")
@@ -113,8 +116,8 @@ def _names(value: Any, spec: Any) -> list[str]:
     return names
 
 
-TOOL = {"kind": Kind.DISTINCT, "needs_text": False}
-NAMED = {"prepare": _names, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items,
+TOOL: dict[str, Any] = {"kind": Kind.DISTINCT, "needs_text": False}
+NAMED: dict[str, Any] = {"prepare": _names, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items,
          **TOOL}
 
 

@@ -124,6 +124,7 @@ def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory
 def _units(outputs: Any, batch_rows: int, resume: str | None
            ) -> tuple[str, list, dict[int, list] | None]:
     """(the outputs' name, the units of work, and for a Ray Dataset each unit's blocks)."""
+    units: list  # a Dataset's Blocks or the files' Fragments: a task reads either
     if is_dataset(outputs):
         if resume:
             raise InputError("resume (--resume) takes up a run over Parquet files: a Ray "
@@ -267,5 +268,6 @@ def _connect(ray, num_cpus: int | None) -> bool:
 def _load(con, run_id: str, directory: str, fragments: list) -> None:
     """The shards into the run's tables, fragment by fragment in case order."""
     for f in fragments:
-        frames = [pl.read_parquet(shard_path(directory, t, f.index)) for t in TABLES]
-        store.append(con, run_id, *frames, lambda: None)
+        cases, results, tests = (pl.read_parquet(shard_path(directory, t, f.index))
+                                 for t in TABLES)  # in store.append's order
+        store.append(con, run_id, cases, results, tests, lambda: None)

@@ -8,10 +8,14 @@ var as its own column (unless its name is a core column's, e.g. a var named `out
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)
 
 CORE = ("output", "output_kind", "provider", "prompt", "latency_ms", "cost", "test_id",
         "description", "tool_calls")
@@ -69,7 +73,7 @@ def context(row: dict[str, Any], config: Any = None) -> dict[str, Any]:
     }
 
 
-def over_keys(rows: pl.Series, run: Any, schema: dict[str, pl.DataType]) -> pl.Series:
+def over_keys(rows: pl.Series, run: Any, schema: Mapping[str, PolarsDataType]) -> pl.Series:
     """Call `run(list_of_distinct_key_rows) -> dict of columns` once per distinct case key and
     join the results back to every row, as a struct Series with `schema`."""
     k = keys(rows)

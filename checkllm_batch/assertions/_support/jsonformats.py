@@ -102,8 +102,8 @@ def with_number_formats(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: with_number_formats(v) for k, v in schema.items()}
-    bounds = _INT_BOUNDS.get(schema.get("format")) if isinstance(schema.get("format"), str) \
-        else None
+    fmt = schema.get("format")
+    bounds = _INT_BOUNDS.get(fmt) if isinstance(fmt, str) else None
     if bounds is not None:
         rule = {"if": {"type": "number"}, "then": {"type": "integer", **bounds}}
         out["allOf"] = [*out.get("allOf", []), rule]

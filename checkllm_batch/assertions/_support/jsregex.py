@@ -47,6 +47,8 @@ class JsRegex:
 
     def search_units(self, text: str) -> bool:
         """The verdict over UTF-16 code units; only for a pattern with `units` set."""
+        if self.units is None:
+            raise ValueError(f"{self.source!r} has no UTF-16 translation")
         return bool(backtracking.search(self.units, utf16(text)))
 
     def matches(self, text: pl.Expr) -> pl.Expr:
@@ -210,9 +212,10 @@ def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named:
     name = re.match(r"k<([A-Za-z_$][\w$]*)>", source[i:])
     if name and named:
         return f"(?P={name.group(1)})", name.end()
-    if ch.isdigit() and ch != "0" and int(re.match(r"\d+", source[i:]).group()) <= groups:
-        number = re.match(r"\d+", source[i:]).group()
-        return "\\" + number, len(number)
+    # a backreference: ASCII digits only (`\²` or `\٣` is the character itself in JavaScript)
+    number = re.match(r"[1-9][0-9]*", source[i:])
+    if number and int(number.group()) <= groups:
+        return "\\" + number.group(), number.end()
     m = _HEX.match(source, i)
     if m:
         code = (int(m.group(1) or m.group(2), 16) if m.group(1) or m.group(2) else

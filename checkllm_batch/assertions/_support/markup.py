@@ -165,7 +165,8 @@ def xml_candidates(text: str) -> list[tuple[int, int]]:
 
 def contains_xml_check(text: str | None, required: tuple[str, ...]
                        ) -> tuple[bool | None, str | None]:
-    candidates = xml_candidates(text or "")
+    text = text or ""
+    candidates = xml_candidates(text)
     if not candidates:
         return False, "No XML content found in the output"
     etree, _, parser = _lxml()
@@ -215,7 +216,9 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
             n.tag == "-text" and (n.text_content or "").strip(JS_CHARS)
             for n in body.iter(include_text=True)):
         return False, "Output must be wrapped in HTML tags"
-    if not any(t in written if t in _WRAPPERS else (t in HTML_ELEMENTS or "-" in t)
-               for t in (n.tag for n in tree.root.traverse())):
+    root = tree.root  # None only for a document lexbor could not build at all
+    if root is None or not any(
+            t in written if t in _WRAPPERS else (t in HTML_ELEMENTS or "-" in t)
+            for t in (n.tag or "" for n in root.traverse())):
         return False, "Output does not contain recognized HTML elements"
     return True, None

@@ -13,11 +13,14 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from .whitespace import JS_SPACE
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
 
 WORDNET_DIRS = ("/usr/share/wordnet", "/usr/local/share/wordnet", "/usr/share/wordnet/dict")
 POS = ("noun", "verb", "adj", "adv")
@@ -170,7 +173,7 @@ def _synonym_matches(cand: pl.DataFrame, ref: pl.DataFrame) -> pl.DataFrame:
     """The synonym stage: candidate words from the end, each taking the last unmatched
     reference word among its synonyms. Candidate pairs come from joins; pairs that compete
     with no other pair are matches at once; only competing groups run the greedy loop."""
-    schema = {"id": cand.schema["id"], "ref": pl.Int64, "ci": pl.Int64, "rj": pl.Int64}
+    schema: dict[str, PolarsDataType] = {"id": cand.schema["id"], "ref": pl.Int64, "ci": pl.Int64, "rj": pl.Int64}
     words = cand["w"].unique().drop_nulls().to_list()
     targets = set(ref["w"].unique().drop_nulls().to_list())
     # equal stems were all paired by the stem stage, so only other synonyms can match here
@@ -188,7 +191,9 @@ def _synonym_matches(cand: pl.DataFrame, ref: pl.DataFrame) -> pl.DataFrame:
     settled = pairs.filter(~competing).select(list(schema))
     contested = contested.sort([*KEY, "ci", "rj"], descending=[False, False, True, True])
     out: list[tuple] = []
-    group, used_c, used_r = None, set(), set()
+    group: tuple | None = None
+    used_c: set[int] = set()
+    used_r: set[int] = set()
     for i, r, ci, rj in zip(*(contested[c].to_list() for c in (*KEY, "ci", "rj"))):
         if (i, r) != group:  # row-wise: only pairs in groups where synonym matches compete
             group, used_c, used_r = (i, r), set(), set()
@@ -203,9 +208,9 @@ def meteor_scores(pairs: pl.DataFrame, alpha: float, beta: float, gamma: float) 
     """(id, score) for a frame of distinct (id, a: output, b: list of references)."""
     refs = (pairs.lazy().select("id", r="b").explode("r")
             .with_columns(ref=pl.int_range(pl.len(), dtype=pl.Int64).over("id")))
-    cand = _flat(pairs.lazy().select("id", tok=meteor_tokens(pl.col("a"))), ["id"], "ci")
+    words = _flat(pairs.lazy().select("id", tok=meteor_tokens(pl.col("a"))), ["id"], "ci")
     ref = _flat(refs.select(*KEY, tok=meteor_tokens(pl.col("r"))), KEY, "rj").collect()
-    cand = cand.join(refs.select(KEY), on="id").collect()  # the output, once per reference
+    cand = words.join(refs.select(KEY), on="id").collect()  # the output, once per reference
     exact = _greedy_equal(cand, ref, "w")
     cand1 = cand.join(exact, on=[*KEY, "ci"], how="anti")
     ref1 = ref.join(exact, on=[*KEY, "rj"], how="anti")

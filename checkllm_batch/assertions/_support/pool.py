@@ -133,7 +133,10 @@ def _shared(run: Callable[[list], list[Outcome]], chunks: list[list]) -> list[li
         except BrokenProcessPool:
             _POOL = None
             out[i] = run(chunks[i])
-    return out
+    checked = [part for part in out if part is not None]
+    if len(checked) != len(chunks):  # the two ends met: every chunk has its outcomes
+        raise RuntimeError(f"{len(chunks) - len(checked)} chunk(s) were never checked")
+    return checked
 
 
 def over_distinct_pool(expr: pl.Expr, check: Callable[[Any, Any], Outcome], arg: Any = None

@@ -75,10 +75,11 @@ def boolean(value: Any, name: str = "pass") -> bool:
 def rubric(text: str, threshold: float | None) -> Outcome:
     """llm-rubric: {pass, score, reason}. Needs pass or score; score must be in [0, 1]."""
     obj = first_json_object(text)
-    if "pass" not in obj and "score" not in obj:
+    if "pass" not in obj and obj.get("score") is None:  # {"score": null} is no score either
         raise Unparsable(f"judge reply has neither pass nor score: {snippet(text)}")
     score = unit_score(obj["score"]) if obj.get("score") is not None else None
-    passed = boolean(obj["pass"]) if "pass" in obj else score >= (threshold or 0.5)  # type: ignore
+    passed = boolean(obj["pass"]) if score is None or "pass" in obj \
+        else score >= (threshold or 0.5)
     score = score if score is not None else float(passed)
     if threshold is not None and score < threshold:
         return False, score, f"Score {score:g} below threshold {threshold:g}: {obj.get('reason')}"

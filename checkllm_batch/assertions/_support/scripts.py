@@ -17,7 +17,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import polars as pl
@@ -25,8 +25,12 @@ import polars as pl
 from ..registry import NAMED_SCORES, Ctx
 from . import caseframe
 from .distinct import per_distinct
+from .values import RowValues
 
-RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String, "named": NAMED_SCORES}
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
+
+RESULT: dict[str, PolarsDataType] = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String, "named": NAMED_SCORES}
 Result = tuple[bool | None, float | None, str | None, list[dict] | None]  # named: namedScores
 _FLOAT = re.compile(r"^\s*[+-]?(Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
 
@@ -157,15 +161,17 @@ def _call_rows(script: Script, threshold: float | None, config: Any, rows: list[
     return out
 
 
-def _call_rendered(ctx: Ctx, config: Any, rows: list[dict]) -> dict:
+def _call_rendered(scripts: RowValues, threshold: float | None, config: Any, rows: list[dict]
+                   ) -> dict:
     """Each row with the script its own vars rendered (a batch function needs one script)."""
     out: dict[str, list] = {"ok": [], "score": [], "detail": [], "named": []}
     for row in rows:  # row-wise: user Python code, once per distinct case
-        script, error = ctx.row.prepared(row[caseframe.SCRIPT])
+        script, error = scripts.prepared(row[caseframe.SCRIPT])
         if script is not None and script.batch:
             script, error = None, "a batch check cannot be a template"
-        result = (_call_rows(script, ctx.threshold, config, [row]) if script is not None
-                  else {"ok": [None], "score": [None], "detail": [error], "named": [None]})
+        result: dict[str, list] = (
+            _call_rows(script, threshold, config, [row]) if script is not None
+            else {"ok": [None], "score": [None], "detail": [error], "named": [None]})
         for name, values in result.items():
             out[name] += values
     return out
@@ -216,9 +222,10 @@ def script_runner(ctx: Ctx, config: Any) -> Callable[[pl.Series], pl.Series]:
     script: Script = ctx.fixed
 
     def run(rows: pl.Series) -> pl.Series:
-        if ctx.row is not None:  # a templated script: each distinct rendering compiled once
-            return caseframe.over_keys(rows, lambda uniq: _call_rendered(ctx, config, uniq),
-                                       RESULT)
+        values = ctx.row
+        if values is not None:  # a templated script: each distinct rendering compiled once
+            return caseframe.over_keys(
+                rows, lambda uniq: _call_rendered(values, ctx.threshold, config, uniq), RESULT)
         if script.batch:
             return _call_batch(script, ctx.threshold, rows)
         return caseframe.over_keys(

@@ -241,7 +241,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 def sql_blocks(text: str) -> list[str]:
     """Bodies of fenced code blocks tagged `sql` or untagged (promptfoo [N])."""
-    blocks, active = [], None
+    blocks: list[str] = []
+    active: tuple[str, int, bool, list[str]] | None = None  # fence char, length, kept, lines
     for line in re.split(r"\r\n?|\n", text):
         m = _FENCE.match(line)
         if active is None:

@@ -29,7 +29,7 @@ class ToolCallParseError(ValueError):
 
 class Token(NamedTuple):
     char: str
-    index: int
+    at: int  # its index in the text (`index` would shadow tuple.index)
     starts_line: bool
     ends_line: bool
 
@@ -45,7 +45,8 @@ class _Lines:
     """Markdown state while scanning line by line: an open code fence, list indents."""
 
     def __init__(self) -> None:
-        self.fence, self.fence_container, self.containers = "", 0, []
+        self.fence, self.fence_container = "", 0
+        self.containers: list[int] = []
 
     def skips(self, content: str, indent: int) -> tuple[bool, bool]:
         """(skip this line, reset the bracket stack before it)."""
@@ -110,11 +111,11 @@ def _unmatched(text: str) -> list[int]:
         if token is None:
             base = len(unmatched)
         elif token.char in "{[":
-            unmatched.append(token.index)
+            unmatched.append(token.at)
         elif len(unmatched) > base and text[unmatched[-1]] == ("{" if token.char == "}" else "["):
             unmatched.pop()
         else:
-            unmatched.append(token.index)
+            unmatched.append(token.at)
             base = len(unmatched)
         if len(unmatched) > MAX_UNMATCHED:
             raise ToolCallParseError(
@@ -127,17 +128,17 @@ def _blocks(text: str, skip_root: bool = False) -> Iterator[tuple[str, bool]]:
     unmatched = set(_unmatched(text))
     depth, start, start_depth, starts_line = 0, -1, 0, False
     for token in _delimiters(text):
-        if token is None or token.index in unmatched:
+        if token is None or token.at in unmatched:
             continue
         if token.char in "{[":
             if start < 0 and depth == (1 if skip_root else 0):
-                start, start_depth, starts_line = token.index, depth, token.starts_line
+                start, start_depth, starts_line = token.at, depth, token.starts_line
             depth += 1
             continue
         depth -= 1
         if start >= 0 and depth == start_depth:
             if token.ends_line:
-                yield text[start:token.index + 1], starts_line
+                yield text[start:token.at + 1], starts_line
             start = -1
 
 

@@ -13,12 +13,15 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from ...spec import template
 from ...spec.model import AssertionSpec
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)
 
 PREPARED_ERROR = "error"
 # per assertion (its evaluation key): row value -> (prepared, error); bounded
@@ -84,7 +87,7 @@ class RowValues:
             cache[key] = hit
         return hit
 
-    def per_key(self, fn: Callable[[Any], Any], dtype: pl.DataType,
+    def per_key(self, fn: Callable[[Any], Any], dtype: PolarsDataType,
                 key: pl.Expr | None = None) -> pl.Expr:
         """Struct {value, error} per row: `fn(prepared)` once per distinct key (of `key`, the
         rows to prepare, when not all are)."""
@@ -107,7 +110,7 @@ class RowValues:
         return (self.key if key is None else key).map_batches(run, return_dtype=out)
 
 
-def _series(values: list, dtype: pl.DataType) -> pl.Series:
+def _series(values: list, dtype: PolarsDataType) -> pl.Series:
     """A Series of `dtype`; lists of strings go through one vectorised split (Polars builds
     nested lists from Python objects one element at a time)."""
     if dtype == pl.List(pl.String):
@@ -116,7 +119,7 @@ def _series(values: list, dtype: pl.DataType) -> pl.Series:
     return pl.Series(values, dtype=dtype)
 
 
-def literal_column(value: Any, dtype: pl.DataType) -> pl.Expr:
+def literal_column(value: Any, dtype: PolarsDataType) -> pl.Expr:
     """A constant column of `dtype` holding `value`."""
     return pl.lit(pl.Series([value], dtype=dtype)).first()
 

@@ -70,7 +70,7 @@ def max_score(g: Graded | None, spec: AssertionSpec, groups: list[list[dict[str,
             why = "max-score needs at least 2 outputs of the test"
             out.extend([(None, None, why)] * len(cases))
             continue
-        totals = []
+        totals: list[float | None] = []
         for c in cases:
             scored = [(weights.get(t, 1.0), s) for t, s in c["scores"] if s is not None]
             if not scored:

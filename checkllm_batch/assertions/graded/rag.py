@@ -114,8 +114,8 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
         statements: list[list[str] | str] = []
         for reply in stage1:
             why = replies.failure(reply)
-            lines = [] if why else [ln.strip() for ln in (reply.text or "").splitlines()
-                                    if ln.strip()]
+            lines = [] if why or isinstance(reply, str) else [
+                ln.strip() for ln in (reply.text or "").splitlines() if ln.strip()]
             statements.append(why or (lines if lines else "judge extracted no statements"))
 
         def second(pair):
@@ -163,8 +163,8 @@ def answer_relevance(g: Graded) -> pl.DataFrame:
             a, b = vectors[g.embed(p["query"]).hash], vectors[g.embed(p["question"]).hash]
             g.attribute(p["item"], a, b)
             why = replies.failure(a) or replies.failure(b)
-            if why:
-                out.append((None, None, why))
+            if why or a.vector is None or b.vector is None:
+                out.append((None, None, why or "judge: the embedding reply has no vector"))
                 continue
             score = max(0.0, cosine(a.vector, b.vector))
             out.append((score >= (g.threshold or 0.0), score,
@@ -249,7 +249,7 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
                    for i in range(len(t))]
         answers = iter(g.ask(windows, window_request))
         counted = [t if isinstance(t, str) else tally([next(answers) for _ in t]) for t in turns]
-        scored = [{"item": item, "score": c[0] / len(t), "irrelevant": c[1]}
+        scored: list[dict[str, Any]] = [{"item": item, "score": c[0] / len(t), "irrelevant": c[1]}
                   for item, t, c in zip(items, turns, counted) if not isinstance(c, str)]
         explain = [p for p in scored if p["irrelevant"] and p["score"] < 1]
         summaries = {id(p["item"]): r for p, r in zip(explain, g.ask(explain, summary))}
@@ -260,12 +260,13 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
                 continue
             reason = f"{c[0]} out of {len(t)} conversation windows were relevant"
             reply = summaries.get(id(item))
-            if reply is not None and not replies.failure(reply):
+            if reply is not None and not isinstance(reply, str) and not replies.failure(reply):
                 try:
                     reason = replies.first_json_object(reply.text or "").get("reason") or reason
                 except replies.Unparsable:  # the count says it: keep that reason
                     g.unparsed(reply)
             score = c[0] / len(t)
+            assert g.threshold is not None  # the type's default_threshold is 0.5
             out.append((score >= g.threshold - 1e-12, score, str(reason)))
         return out
 

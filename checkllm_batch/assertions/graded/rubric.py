@@ -132,7 +132,8 @@ def g_eval(g: Graded) -> pl.DataFrame:
             if bad:
                 out.append(bad)
                 continue
-            score = sum(r[1] for r in mine) / len(mine)
+            # past `bad`, every reply was read: geval_score gave each a score
+            score = sum(r[1] or 0.0 for r in mine) / len(mine)
             out.append((score >= (g.threshold or 0.7), score,
                         "; ".join(r[2] or "" for r in mine) or None))
         return out

@@ -44,7 +44,10 @@ def _similar(g: Graded, metric: str) -> pl.DataFrame:
             for text in expected(item):
                 other = vectors.get(g.embed(text).hash) if text else None
                 why = why or (replies.failure(other) if other else "empty expected value")
-                if why:
+                if why or other is None:
+                    break
+                if mine.vector is None or other.vector is None:
+                    why = "judge: the embedding reply has no vector"
                     break
                 result = measure(mine.vector, other.vector)
                 if best is None or result[1] or (not best[1] and result[0] > best[0]):

@@ -36,8 +36,9 @@ class Fragment:
     def batches(self, data: tuple[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
         """Its rows, read from its file (data: the dataset's path, naming its filesystem)."""
         with dataset_fs(data[0]).open_input_file(self.path) as f:
-            yield from pq.ParquetFile(f).iter_batches(batch_size=batch_rows,
-                                                      row_groups=list(self.row_groups))
+            # pre_buffer=False: a worker holds the row group it reads, not its fragment so far
+            yield from pq.ParquetFile(f, pre_buffer=False).iter_batches(
+                batch_size=batch_rows, row_groups=list(self.row_groups))
 
 
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:

@@ -65,6 +65,13 @@ CASES = [
     ({"type": "regex", "value": "(a)(b)(c)\\٣"}, "abcc", FAIL),
     ({"type": "not-regex", "value": "error"}, "all good", PASS),
     ({"type": "regex", "value": "[^]"}, "\n", PASS),
+    # plain text (no metacharacter): RegExp.test is a substring search, case and all
+    ({"type": "regex", "value": "in Paris, France"}, "Born in Paris, France.", PASS),
+    ({"type": "regex", "value": "paris"}, "Paris", FAIL),
+    ({"type": "regex", "value": "a-b/c = 'd'"}, "x a-b/c = 'd' y", PASS),
+    ({"type": "regex", "value": "ok 😀"}, "all ok 😀!", PASS),
+    ({"type": "regex", "value": "日本"}, "日 本", FAIL),
+    ({"type": "not-regex", "value": "error"}, "an error", FAIL),
 ]
 
 

@@ -90,12 +90,13 @@ class Ctx:
 
     def checked(self, check: Callable[[Any, Any], Outcome],
                 expect: pl.Expr | str | Callable[[Any], str],
-                over: pl.Expr | None = None, pooled: bool = False, where: pl.Expr | None = None
-                ) -> Verdict:
+                over: pl.Expr | None = None, pooled: bool = False, where: pl.Expr | None = None,
+                valid: pl.Expr | None = None) -> Verdict:
         """The verdict of `check(x, prepared value)` run once per distinct (x, value) pair,
         x being the output (or `over`); its detail is the reason. `expect` may depend on the
         prepared value. `pooled`: share the work with the process pool (literal values).
-        `where`: only the rows to check (the others get null)."""
+        `where`: only the rows to check (the others get null). `valid`: rows whose value the
+        type knows to be usable, not prepared again to find its errors."""
         over = self.output if over is None else over
         if self.row is None:
             over = over if where is None else pl.when(where).then(over).otherwise(None)
@@ -116,8 +117,9 @@ class Ctx:
         result = self.once(over_distinct(
             pairs if where is None else pl.when(where).then(pairs).otherwise(None),
                                          pair))
+        known = None if valid is None else lambda _: pl.when(valid).then(True)
         wording: pl.Expr | str = (self.column(expect, pl.String) if callable(expect)
-                                  else (self.column(lambda _: True, pl.Boolean), expect)[1])
+                                  else (self.column(lambda _: True, pl.Boolean, known), expect)[1])
         return Verdict(result.struct.field("ok"), wording, detail=result.struct.field("detail"))
 
 

@@ -316,23 +316,34 @@ def _js_test(text: str | None, rx: JsRegex) -> Outcome:
     return rx.search(text), None
 
 
+# a pattern without a JavaScript metacharacter matches where its text occurs: a substring
+_PLAIN = r"^[^\\^$.|?*+()\[\]{}]+$"
+
+
 @assertion("regex", prepare=_regex, prepare_row=_row_regex)
 def regex(ctx: Ctx) -> Verdict:
     """Output matches the JavaScript regular expression (search anywhere, no flags)."""
     rx: JsRegex | None = ctx.fixed
     if rx is not None:
         return Verdict(ctx.once(rx.matches(ctx.output)), f"match /{rx.source}/")
-    # per row: Rust runs the patterns it can (a column of patterns, each compiled once); the
-    # patterns it cannot, and UTF-16-sensitive ones on text beyond U+FFFF, run in Python
-    # once per distinct pair
-    rust = ctx.column(lambda r: None if r.backtracking else r.pattern, pl.String)
-    by_units = ctx.column(lambda r: r.units is not None, pl.Boolean)
-    found = ctx.once(ctx.output.str.contains(rust, strict=False))  # null: Rust cannot compile
-    slow_rows = (rust.is_null() | (found.is_null() & ctx.output.is_not_null())
-                 | (by_units & ctx.output.str.contains(ASTRAL)))
-    slow = ctx.checked(_js_test, "", where=slow_rows)
+    # per row: plain-text patterns are substring searches; Rust runs the other patterns it
+    # can (a column of patterns, each compiled once); the patterns it cannot, and
+    # UTF-16-sensitive ones on text beyond U+FFFF, run in Python once per distinct pair
+    plain = ctx.once(ctx.value.str.contains(_PLAIN))
+    rust = ctx.column(lambda r: None if r.backtracking else r.pattern, pl.String,
+                      lambda v: pl.when(v.str.contains(_PLAIN)).then(v))
+    by_units = ctx.column(lambda r: r.units is not None, pl.Boolean,
+                          lambda v: pl.when(v.str.contains(_PLAIN)).then(False))
+    matched = ctx.once(ctx.output.str.contains(pl.when(plain).then(None).otherwise(rust),
+                                               strict=False))  # null: Rust cannot compile
+    found = pl.when(plain).then(ctx.output.str.contains(ctx.value, literal=True)
+                                ).otherwise(matched)
+    slow_rows = ~plain & (rust.is_null() | (matched.is_null() & ctx.output.is_not_null())
+                          | (by_units & ctx.output.str.contains(ASTRAL)))
+    slow = ctx.checked(_js_test, "", where=slow_rows, valid=plain)
     return Verdict(pl.when(slow_rows).then(slow.passed).otherwise(found),
-                   ctx.column(lambda r: f"match /{r.source}/", pl.String), detail=slow.detail)
+                   pl.concat_str([pl.lit("match /"), ctx.value, pl.lit("/")]),
+                   detail=slow.detail)
 
 
 def _bound(value: Any, name: str) -> int | None:

@@ -32,7 +32,8 @@ def _references(value: Any, spec: Any) -> list[str] | None:
 
 
 def _refs_expr(ctx: Ctx) -> pl.Expr:
-    return ctx.column(lambda refs: refs, pl.List(pl.String))
+    # a rendered text value is one reference: a list of it, built in Polars
+    return ctx.column(lambda refs: refs, pl.List(pl.String), lambda v: pl.concat_list(v))
 
 
 K = 0x9E3779B97F4A7C15  # odd 64-bit multiplier to combine token hashes into n-gram hashes

@@ -7,7 +7,6 @@ import itertools
 import signal
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,6 +15,8 @@ import orjson
 import polars as pl
 import pyarrow as pa
 
+from .analysis.results import Results
+from .analysis.run import Run
 from .assertions._support import pool
 from .errors import InputError, Interrupted
 from .evaluate.engine import evaluate_batch
@@ -42,58 +43,6 @@ from .store.across import finish_across
 BATCH_ROWS = 100_000
 # a RecordBatchReader is taken as read by load.outputs (reserved names already checked)
 Outputs = str | Path | pl.DataFrame | pa.Table | pa.RecordBatchReader | None
-
-
-@dataclass
-class Run:
-    """One evaluation run in a results database; its tables come back as Polars frames."""
-
-    con: duckdb.DuckDBPyConnection
-    run_id: str
-
-    def table(self, name: str) -> pl.DataFrame:
-        return store.frame(self.con, f"SELECT * EXCLUDE (run_id) FROM {name} WHERE run_id = ?",
-                           [self.run_id])
-
-    @property
-    def status(self) -> str:
-        """`finished`; or `running`, `interrupted`, `failed`: its results are partial."""
-        return self.con.execute("SELECT status FROM runs WHERE run_id = ?",
-                                [self.run_id]).fetchall()[0][0]
-
-    @property
-    def cases(self) -> pl.DataFrame:
-        return self.table("cases").sort("case_id")
-
-    @property
-    def assertion_results(self) -> pl.DataFrame:
-        """Top-level rows in order, each assert-set followed by its members."""
-        return self.table("assertion_results").sort(
-            "case_id", pl.coalesce("parent_index", "assertion_index"),
-            pl.col("parent_index").is_not_null(), "assertion_index")
-
-    @property
-    def test_results(self) -> pl.DataFrame:
-        return self.table("test_results").sort("case_id")
-
-    @property
-    def named_metrics(self) -> pl.DataFrame:
-        return self.table("named_metrics").sort("provider", "prompt", "metric", nulls_last=True)
-
-    @property
-    def derived_metrics(self) -> pl.DataFrame:
-        return self.table("derived_metrics")
-
-    def summary(self) -> pl.DataFrame:
-        """Per provider: cases, pass / fail / error counts and pass rate."""
-        return store.frame(self.con, """
-            SELECT c.provider, COUNT(*) AS cases,
-                   COUNT(*) FILTER (t.status = 'pass') AS pass,
-                   COUNT(*) FILTER (t.status = 'fail') AS fail,
-                   COUNT(*) FILTER (t.status = 'error') AS error,
-                   ROUND(COUNT(*) FILTER (t.status = 'pass') / COUNT(*), 4) AS pass_rate
-            FROM test_results t JOIN cases c USING (run_id, case_id)
-            WHERE t.run_id = ? GROUP BY ALL ORDER BY c.provider NULLS FIRST""", [self.run_id])
 
 
 def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Path = ":memory:",
@@ -265,12 +214,9 @@ def open_results(db: str | Path) -> duckdb.DuckDBPyConnection:
 
 
 def get_run(db: str | Path | duckdb.DuckDBPyConnection, run: str | None = None) -> Run:
-    """A run of a results database: `run` (its id, a unique prefix, `last` or `previous`,
-    found as cb.Results finds it), or the last finished one."""
-    from .analysis.results import Results
-
-    con = db if isinstance(db, duckdb.DuckDBPyConnection) else open_results(db)
-    return Run(con, Results(con).run_id(run))
+    """A run of a results database: `run` (its id, a unique prefix, `last` or `previous`),
+    or the last finished one: `cb.Results(db).run(run)`."""
+    return Results(db).run(run)
 
 
 def write(run: Run, path: str | Path) -> Run:

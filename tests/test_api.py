@@ -1,6 +1,7 @@
 """The Python API: evaluate frames or files, read results as Polars, copy runs."""
 
 import polars as pl
+import pytest
 from conftest import ROOT, write_suite
 
 import checkllm_batch as cb
@@ -37,3 +38,29 @@ def test_suite_spec_is_stored_with_the_run(tmp_path):
     specs = run.table("assertions")
     assert specs["type"].to_list() == ["contains"]
     assert '"value": "{{expected}}"' in specs["spec"][0]
+
+
+SET = {"type": "assert-set", "assert": [{"type": "contains", "value": "b"},
+                                        {"type": "icontains", "value": "Ü"}]}
+# (a test's assertions, the outputs, (assertion_index, parent_index, type) of case 0's rows):
+# each assert-set is followed by its members, in both readers
+READ_ORDER = [
+    ([{"type": "contains", "value": "a"}, SET, {"type": "equals", "value": "ab"}], ["ab", "üb"],
+     [(0, None, "contains"), (1, None, "assert-set"), (0, 1, "contains"), (1, 1, "icontains"),
+      (2, None, "equals")]),
+    ([SET, {"type": "contains", "value": "a"}], [""],
+     [(0, None, "assert-set"), (0, 0, "contains"), (1, 0, "icontains"), (1, None, "contains")]),
+    ([{"type": "contains", "value": "Ünï"}], [None], [(0, None, "contains")]),
+]
+
+
+@pytest.mark.parametrize("asserts,outputs,order", READ_ORDER)
+def test_run_and_results_read_a_run_alike(tmp_path, asserts, outputs, order):
+    suite = write_suite(tmp_path, {"tests": [{"assert": asserts}]})
+    run = cb.evaluate(suite, pl.DataFrame({"output": outputs}, schema={"output": pl.String}))
+    res = cb.Results(run.con)
+    assert res.run().run_id == cb.get_run(run.con).run_id == run.run_id
+    assert res.run().test_results.equals(run.test_results)
+    rows = run.assertion_results.filter(pl.col("case_id") == 0)
+    assert rows.select("assertion_index", "parent_index", "type").rows() == order
+    assert res.results().equals(run.assertion_results)

@@ -116,3 +116,32 @@ def test_same_verdicts_as_promptfoo_0_123_1(tmp_path):
         (1, "contains", "pass", 1.0), (1, "levenshtein", "pass", 1.0),
         (1, "python", "pass", 1.0), (1, "equals", "pass", 1.0)]
     assert run.test_results.select("status", "score").rows() == [("fail", 0.75), ("pass", 1.0)]
+
+
+# (cell naming a promptfoo type we do not register, the parse error) — such a type declares no
+# CSV rule (spec/testfiles.py reads the rules from the registry): the suite fails to load anyway
+UNREGISTERED_CELLS = [
+    ("classifier:positive", '"classifier" cannot run here'),
+    ("not-classifier(0.5):négatif ✓", '"classifier" cannot run here'),
+    ("moderation", '"moderation" cannot run here'),
+    ("guardrails:", '"guardrails" cannot run here'),
+    ("pi:be kind", '"pi" cannot run here'),
+    ("search-rubric: cites a source", '"search-rubric" cannot run here'),
+    ("ruby:output.size > 3", '"ruby" cannot run here'),
+    ("javascript:output.length > 3", '"javascript" cannot run here'),
+]
+
+
+@pytest.mark.parametrize("cell,message", UNREGISTERED_CELLS)
+def test_a_cell_naming_a_type_we_do_not_register_fails_to_load(tmp_path, cell, message):
+    (tmp_path / "t.csv").write_text(f'__expected,__providerOutput\n"{cell}",x\n', encoding="utf-8")
+    with pytest.raises(cb.ConfigError, match=message):
+        cb.load(write_suite(tmp_path, {"tests": "file://t.csv"}))
+
+
+def test_the_table_names_every_promptfoo_type_we_do_not_register():
+    from checkllm_batch.assertions.registry import known_names
+    from checkllm_batch.spec.testfiles import PROMPTFOO_TYPES
+
+    named = {message.split('"')[1] for _, message in UNREGISTERED_CELLS}
+    assert named == set(PROMPTFOO_TYPES) - set(known_names())

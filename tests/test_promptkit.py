@@ -77,6 +77,22 @@ def test_promptfoo_assertions_are_left_alone(raw):
     assert not is_promptkit(raw)
 
 
+# PromptKit checks we also register under their own name: PromptKit-shaped even without
+# `params`, so PromptKit's bookkeeping keys are dropped, not rejected as unknown fields
+OWN_NAMES = [
+    ({"type": "llm_judge", "criteria": "helpful", "message": "m", "severity": "high"},
+     {"type": "llm_judge", "criteria": "helpful"}),
+    ({"type": "llm_judge", "criteria": "Ünïcödé ✓", "id": ""}, {"type": "llm_judge",
+                                                                  "criteria": "Ünïcödé ✓"}),
+]
+
+
+@pytest.mark.parametrize("raw,expected", OWN_NAMES)
+def test_promptkit_names_we_register_stay_promptkit_shaped(raw, expected):
+    assert is_promptkit(raw)
+    assert translate(raw) == expected
+
+
 TRANSLATION_ERRORS = [
     ({"type": "tools_caled", "params": {}}, 'unknown PromptKit check "tools_caled" (did you mean'),
     ({"type": "contains", "params": {"pattern": ["a"]}}, 'unknown param "pattern"'),

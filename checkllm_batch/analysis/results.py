@@ -1,4 +1,6 @@
-"""`Results`: a results database opened for questions; every answer is a Polars frame."""
+"""`Results`: a results database opened for questions; every answer is a Polars frame.
+`Results.run` finds one run and hands it out as a `Run` (analysis/run.py), which reads the
+run's tables with the same query and orderings."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from ..store.views import catalog
 from .charts import Svg
 from .classify import Classification, classification
 from .compare import Comparison, compare
+from .run import ASSERTION_ORDER, Run, rows_sql
 
 RECENT = {"last": 0, "latest": 0, "previous": 1}  # run names promptfoo users type
 
@@ -53,6 +56,10 @@ class Results:
                              else "the database has no finished run (name an interrupted or failed one)")
         raise InputError(f"run id prefix {run!r} matches {len(rows)} runs")
 
+    def run(self, run: str | None = None) -> Run:
+        """The run named `run` (as `run_id` finds it), its tables as frames."""
+        return Run(self.con, self.run_id(run))
+
     def _recent(self, which: str) -> str:
         rows = self.con.sql("SELECT run_id FROM runs WHERE status = 'finished' "
                             "ORDER BY started_at DESC LIMIT 2").fetchall()
@@ -61,8 +68,7 @@ class Results:
         return rows[RECENT[which]][0]
 
     def _of_run(self, view: str, run: str | None, order: str) -> pl.DataFrame:
-        return self.query(f"SELECT * EXCLUDE (run_id) FROM {view} WHERE run_id = ? "
-                          f"ORDER BY {order}", [self.run_id(run)])
+        return self.query(rows_sql(view, order), [self.run_id(run)])
 
     def runs(self) -> pl.DataFrame:
         """One row per run: when, status, cases, pass rate, number of providers."""
@@ -73,8 +79,8 @@ class Results:
         return self._of_run("case_results", run, "case_id")
 
     def results(self, run: str | None = None) -> pl.DataFrame:
-        """One row per case x assertion."""
-        return self._of_run("assertion_results", run, "case_id, assertion_index")
+        """One row per case x assertion, each assert-set followed by its members."""
+        return self._of_run("assertion_results", run, ASSERTION_ORDER)
 
     def failures(self, run: str | None = None) -> pl.DataFrame:
         """Failed and errored assertions with their reasons (metric-only counters left out)."""
@@ -137,8 +143,7 @@ class Results:
 
     def status(self, run: str | None = None) -> str:
         """`finished`, or `running`, `interrupted`, `failed`: a run with partial results."""
-        return self.con.execute("SELECT status FROM runs WHERE run_id = ?",
-                                [self.run_id(run)]).fetchall()[0][0]
+        return self.run(run).status
 
     def pass_rate_chart(self, run: str | None = None) -> Svg:
         """Test pass rate per provider (x prompt) as an inline SVG bar chart."""

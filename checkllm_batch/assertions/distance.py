@@ -84,7 +84,7 @@ def _distance(ctx: Ctx, value: pl.Expr) -> pl.Expr:
         shared=f"levenshtein(output, {what!r})")
 
 
-@assertion("levenshtein", default_threshold=5.0, prepare=_string)
+@assertion("levenshtein", default_threshold=5.0, prepare=_string, csv_threshold=0.75)
 def levenshtein(ctx: Ctx) -> Verdict:
     """Levenshtein edit distance to the value is at most the threshold (default 5)."""
     value = _value(ctx)
@@ -95,7 +95,8 @@ def levenshtein(ctx: Ctx) -> Verdict:
                    detail=pl.format("distance {}", distance.cast(pl.Int64)))
 
 
-@assertion("similarity", default_threshold=0.8, value_aliases=("reference",), prepare=_string)
+@assertion("similarity", default_threshold=0.8, value_aliases=("reference",), prepare=_string,
+           csv_threshold=0.8)
 def similarity(ctx: Ctx) -> Verdict:
     """CheckLLM: normalised Levenshtein similarity (1 - distance / longer length) >= threshold."""
     value = _value(ctx)

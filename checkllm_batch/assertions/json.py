@@ -16,7 +16,7 @@ import yaml
 from ._support.distinct import Outcome
 from ._support.jsonformats import AJV_FORMATS, with_number_formats
 from ._support.jsontext import extract_json_objects, js_json_loads
-from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
+from .registry import CsvValue, Ctx, Kind, Value, Verdict, assertion, promptkit_names
 
 # (instance, the text it was parsed from) -> None when the instance conforms, else the error
 Validator = Callable[[Any, str | None], str | None]
@@ -102,7 +102,7 @@ def _json_verdict(ctx: Ctx, check, what: str, candidate: pl.Expr, otherwise: str
 
 
 JSON_CHECK: dict[str, Any] = {"kind": Kind.DISTINCT, "value": Value.OPTIONAL, "json_ok": True,
-              "prepare": compile_schema}
+              "prepare": compile_schema, "csv_value": CsvValue.AS_IS}
 
 
 @assertion("is-json", **JSON_CHECK)

@@ -257,7 +257,7 @@ def _one_reference(value: Any, spec: Any) -> list[str]:
     return [value]
 
 
-@assertion("rouge-n", default_threshold=0.75, prepare=_one_reference)
+@assertion("rouge-n", default_threshold=0.75, prepare=_one_reference, csv_threshold=0.75)
 def rouge_n(ctx: Ctx) -> Verdict:
     """ROUGE-1 F1 (clipped unigram overlap, lower-cased, Treebank tokens) >= threshold;
     an empty output or reference scores 0."""

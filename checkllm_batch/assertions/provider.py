@@ -33,7 +33,8 @@ def _at_most(column: str, unit: str, ctx: Ctx) -> Verdict:
                    detail=detail)
 
 
-@assertion("latency", value=Value.OPTIONAL, needs_text=False, prepare=_limit, prepared_dtype=pl.Float64)
+@assertion("latency", value=Value.OPTIONAL, needs_text=False, prepare=_limit, prepared_dtype=pl.Float64,
+           csv_threshold=0.75)
 def latency(ctx: Ctx) -> Verdict:
     """The case's `latency_ms` is at most the threshold (or value), in milliseconds."""
     return _at_most("latency_ms", " ms", ctx)
@@ -48,7 +49,7 @@ def reads_judge_cost(spec: AssertionSpec) -> bool:
 
 @assertion("cost", value=Value.OPTIONAL, needs_text=False, prepare=_limit, prepared_dtype=pl.Float64,
            fields=("source",),
-           judged=reads_judge_cost)
+           judged=reads_judge_cost, csv_threshold=0.75)
 def cost(ctx: Ctx) -> Verdict:
     """The case's recorded `cost` is at most the threshold (or value), in USD.
 
@@ -69,7 +70,7 @@ def _missing() -> pl.Expr:
 MISSING = "no logprobs recorded for this case (perplexity needs per-token log probabilities)"
 
 
-@assertion("perplexity", value=Value.NONE, needs_text=False)
+@assertion("perplexity", value=Value.NONE, needs_text=False, csv_threshold=0.75)
 def perplexity(ctx: Ctx) -> Verdict:
     """exp(-mean(logprobs)) is at most the threshold; no threshold: passes when logprobs exist."""
     ppl = _perplexity()
@@ -81,7 +82,7 @@ def perplexity(ctx: Ctx) -> Verdict:
                    "have perplexity" + (f" <= {t:g}" if t is not None else ""), detail=detail)
 
 
-@assertion("perplexity-score", value=Value.NONE, needs_text=False)
+@assertion("perplexity-score", value=Value.NONE, needs_text=False, csv_threshold=0.75)
 def perplexity_score(ctx: Ctx) -> Verdict:
     """1 / (1 + perplexity) is at least the threshold (score in (0, 0.5])."""
     score = 1.0 / (1.0 + _perplexity())

@@ -40,6 +40,14 @@ class Value(enum.Enum):
     NONE = "none"
 
 
+class CsvValue(enum.Enum):
+    """How a CSV `__expected` cell's text after "type:" becomes the value."""
+
+    TRIMMED = "trimmed"  # stripped of surrounding spaces
+    ITEMS = "items"  # split into items at commas (quoted items may hold commas)
+    AS_IS = "as-is"  # kept as written; nothing after the type means no value
+
+
 @dataclass(frozen=True)
 class Ctx:
     """What a type function gets: one assertion, compiled for one batch.
@@ -168,6 +176,9 @@ class AssertionType:
     pooled: bool = False  # checks distinct values on the process pool (pool.py)
     uses_judge: bool = False  # ACROSS: `fn` asks the judge (it is given a Graded)
     test_options: tuple[str, ...] = ()  # JUDGE: the test `options` keys it reads (Graded.options)
+    # promptfoo's CSV reading rule (assertionFromString) for a cell naming this type:
+    csv_threshold: float | None = None  # the threshold when the cell writes no "(N)"
+    csv_value: CsvValue = CsvValue.TRIMMED  # how the text after "type:" becomes the value
 
     def kind_for(self, spec: AssertionSpec) -> Kind:
         """This type's kind for one assertion: `cost` reads the judge's cost in some forms."""

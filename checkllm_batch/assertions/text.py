@@ -16,7 +16,7 @@ from ._support.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from ._support.refusal import PREFIXES, REFUSAL
 from ._support.values import short_value
 from ._support.whitespace import JS_CHARS, WORD
-from .registry import Ctx, Value, Verdict, assertion, promptkit_names
+from .registry import CsvValue, Ctx, Value, Verdict, assertion, promptkit_names
 
 
 def js_string(value: Any) -> str:
@@ -76,7 +76,7 @@ def icontains(ctx: Ctx) -> Verdict:
     return Verdict(found, pl.concat_str([pl.lit("contain (any case) "), quoted(value)]))
 
 
-@assertion("starts-with", prepare=lambda v, s: _scalar(v, s))
+@assertion("starts-with", prepare=lambda v, s: _scalar(v, s), csv_threshold=0.75)
 def starts_with(ctx: Ctx) -> Verdict:
     """Output starts with the value (no trimming)."""
     value = ctx.value
@@ -218,7 +218,8 @@ def plain_items(text: pl.Expr) -> pl.Expr:
     return pl.when(plain).then(text.str.extract_all(_PLAIN_ITEM))
 
 
-ITEMS: dict[str, Any] = {"prepare": _items, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items}
+ITEMS: dict[str, Any] = {"prepare": _items, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items,
+                         "csv_value": CsvValue.ITEMS}
 
 
 @assertion("contains-any", **ITEMS)

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..assertions.registry import PROMPTKIT
+from ..assertions.registry import PROMPTKIT, known_names
 from ..errors import did_you_mean
+from .testfiles import PROMPTFOO_TYPES
 from .yaml12 import LineDict
 
 # PromptKit check -> (our type, {param or param alias: our field}, fixed fields), declared
 # beside each type (assertions/*.py, `promptkit_names`)
 CHECKS = PROMPTKIT
-_SHARED_NAMES = {"contains", "regex"}  # also promptfoo types: PromptKit only with `params`
+# PromptKit names that are also promptfoo types we register (`contains`, `regex`): PromptKit
+# only with `params`. PromptKit's own names we register (`llm_judge`) stay PromptKit-shaped.
+_SHARED_NAMES = set(CHECKS) & set(PROMPTFOO_TYPES) & set(known_names())
 DROPPED = {"message", "id", "trigger", "severity"}  # PromptKit bookkeeping, no effect here
 
 

@@ -14,19 +14,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from ..assertions.registry import known_names
+from ..assertions.registry import REGISTRY, CsvValue, known_names
 from ..assertions.text import split_items
 from ..errors import ConfigError
 from .yaml12 import LineDict, checked_int, decode, load_yaml
 
-# CSV types whose threshold defaults when no "(N)" is written (promptfoo §7.5).
-_CSV_THRESHOLD_TYPES = {"answer-relevance", "classifier", "context-faithfulness", "context-recall",
-                        "context-relevance", "cost", "latency", "levenshtein", "perplexity",
-                        "perplexity-score", "rouge-n", "similar", "similarity", "starts-with"}
-_LIST_TYPES = {"contains-all", "contains-any", "icontains-all", "icontains-any"}
-_UNTRIMMED_TYPES = {"is-json", "contains-json"}
+# promptfoo's CSV default threshold for `classifier`, a promptfoo type we do not register (the
+# cell then fails at parse as one we cannot run); registered types declare theirs (csv_threshold)
+_UNREGISTERED_CSV_THRESHOLDS = {"classifier": 0.75}
 # promptfoo's base types (§4): a cell naming one is that type even where we do not have it
-# (then parsing says "unknown type"), never silently an `equals`.
+# (then parsing says it cannot run here), never silently an `equals`.
 PROMPTFOO_TYPES = (
     "equals contains icontains contains-any icontains-any contains-all icontains-all starts-with "
     "regex word-count levenshtein is-refusal finish-reason is-json contains-json is-xml "
@@ -176,18 +173,23 @@ def assertion_from_string(cell: str) -> dict[str, Any]:
         return {"type": "equals", "value": cell}
     negate, base, threshold, rest = m.groups()
     out: dict[str, Any] = {"type": (negate or "") + base}
-    if base in _LIST_TYPES:
+    # each type declares its CSV rule (csv_value, csv_threshold); promptfoo's rules name
+    # types, never one of our aliases (similar:cosine, model-graded-relevance): those read plain
+    atype = REGISTRY.get(base)
+    reading = atype.csv_value if atype else CsvValue.TRIMMED
+    if reading is CsvValue.ITEMS:
         try:
             out["value"] = split_items(rest or "")  # [N]: quoted items may hold commas
         except ValueError:
             out["value"] = rest  # the assertion's own check reports it, with the place
-    elif base in _UNTRIMMED_TYPES:
+    elif reading is CsvValue.AS_IS:
         if rest:
             out["value"] = rest
     elif rest is not None:
         out["value"] = rest.strip()
+    default = atype.csv_threshold if atype else _UNREGISTERED_CSV_THRESHOLDS.get(base)
     if threshold is not None:
         out["threshold"] = float(threshold)
-    elif base in _CSV_THRESHOLD_TYPES:
-        out["threshold"] = 0.8 if base in ("similar", "similarity") else 0.75
+    elif default is not None:
+        out["threshold"] = default
     return out

@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 def graded(name: str, value: Value = Value.REQUIRED, *, fields: tuple[str, ...] = (),
            required: tuple[str, ...] = (), threshold: float | None = None,
            aliases: tuple[str, ...] = (), negatable: bool = True,
-           test_options: tuple[str, ...] = ()) -> Callable:
+           test_options: tuple[str, ...] = (), csv_threshold: float | None = None) -> Callable:
     """Register the decorated function as the model-graded (Kind.JUDGE) type `name`."""
     return assertion(name, kind=Kind.JUDGE, value=value, fields=fields, required=required,
                      default_threshold=threshold, aliases=aliases, needs_text=False,
-                     negatable=negatable, test_options=test_options)
+                     negatable=negatable, test_options=test_options, csv_threshold=csv_threshold)
 
 
 def render_values(item: dict[str, Any]) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def _joined(text: str) -> str:
     return "\n\n".join(_chunks(text))
 
 
-@graded("context-recall", fields=("context",), threshold=0.5)
+@graded("context-recall", fields=("context",), threshold=0.5, csv_threshold=0.75)
 def context_recall(g: Graded) -> pl.DataFrame:
     """Share of the ground-truth sentences the judge attributes to the context."""
     messages = messages_for(g, prompts.CONTEXT_RECALL)
@@ -74,7 +74,8 @@ def context_recall(g: Graded) -> pl.DataFrame:
                   lambda items: g.judge(items, build, parse))
 
 
-@graded("context-relevance", Value.OPTIONAL, fields=("context", "query"), threshold=0.5)
+@graded("context-relevance", Value.OPTIONAL, fields=("context", "query"), threshold=0.5,
+        csv_threshold=0.75)
 def context_relevance(g: Graded) -> pl.DataFrame:
     """Share of the context's lines (or chunks) the judge needs to answer the query."""
     messages = messages_for(g, prompts.CONTEXT_RELEVANCE)
@@ -98,7 +99,7 @@ def context_relevance(g: Graded) -> pl.DataFrame:
 
 
 @graded("context-faithfulness", Value.OPTIONAL, fields=("context", "query"), threshold=0.5,
-        aliases=("model-graded-faithfulness",))
+        aliases=("model-graded-faithfulness",), csv_threshold=0.75)
 def context_faithfulness(g: Graded) -> pl.DataFrame:
     """Share of the output's statements the judge finds supported by the context (2 calls)."""
     custom = g.rubric_prompt if isinstance(g.rubric_prompt, list) and len(g.rubric_prompt) == 2 \
@@ -140,7 +141,7 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
 
 
 @graded("answer-relevance", Value.OPTIONAL, fields=("query",), threshold=0.5,
-        aliases=("model-graded-relevance",))
+        aliases=("model-graded-relevance",), csv_threshold=0.75)
 def answer_relevance(g: Graded) -> pl.DataFrame:
     """Cosine between the query and a question the judge generates from the output."""
     messages = messages_for(g, prompts.ANSWER_RELEVANCE)

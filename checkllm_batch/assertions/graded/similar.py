@@ -60,7 +60,7 @@ def _similar(g: Graded, metric: str) -> pl.DataFrame:
     return g.each({"output": pl.col("output"), "value": g.value}, grade)
 
 
-@graded("similar", aliases=("similar:cosine",), threshold=0.75)
+@graded("similar", aliases=("similar:cosine",), threshold=0.75, csv_threshold=0.8)
 def similar(g: Graded) -> pl.DataFrame:
     """Cosine similarity of the output's and the value's embeddings, at least the threshold."""
     return _similar(g, "cosine")

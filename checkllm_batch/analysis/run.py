@@ -1,0 +1,75 @@
+"""`Run`: one run of a results database, its tables as Polars frames. `Results.run` finds
+one (`cb.get_run` is that; `cb.evaluate` returns the run it wrote); both read a run's rows
+with the query of `rows_sql`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from ..store import results as store
+
+# each top-level assertion in order, an assert-set followed by its members (whose
+# assertion_index is their place in the set, parent_index the set's)
+ASSERTION_ORDER = ("case_id, coalesce(parent_index, assertion_index), parent_index IS NOT NULL, "
+                   "assertion_index")
+
+
+def rows_sql(relation: str, order: str | None = None) -> str:
+    """The query for one run's rows of `relation` (a table or view), without the run_id
+    column, in `order` (SQL) if given; its one parameter is the run_id."""
+    return (f"SELECT * EXCLUDE (run_id) FROM {relation} WHERE run_id = ?"
+            + (f" ORDER BY {order}" if order else ""))
+
+
+@dataclass
+class Run:
+    """One evaluation run in a results database; its tables come back as Polars frames."""
+
+    con: duckdb.DuckDBPyConnection
+    run_id: str
+
+    def table(self, name: str, order: str | None = None) -> pl.DataFrame:
+        """The run's rows of table (or view) `name`, in `order` (SQL) if given."""
+        return store.frame(self.con, rows_sql(name, order), [self.run_id])
+
+    @property
+    def status(self) -> str:
+        """`finished`; or `running`, `interrupted`, `failed`: its results are partial."""
+        return self.con.execute("SELECT status FROM runs WHERE run_id = ?",
+                                [self.run_id]).fetchall()[0][0]
+
+    @property
+    def cases(self) -> pl.DataFrame:
+        return self.table("cases", "case_id")
+
+    @property
+    def assertion_results(self) -> pl.DataFrame:
+        """Top-level rows in order, each assert-set followed by its members."""
+        return self.table("assertion_results", ASSERTION_ORDER)
+
+    @property
+    def test_results(self) -> pl.DataFrame:
+        return self.table("test_results", "case_id")
+
+    @property
+    def named_metrics(self) -> pl.DataFrame:
+        return self.table("named_metrics",
+                          "provider NULLS LAST, prompt NULLS LAST, metric NULLS LAST")
+
+    @property
+    def derived_metrics(self) -> pl.DataFrame:
+        return self.table("derived_metrics")
+
+    def summary(self) -> pl.DataFrame:
+        """Per provider: cases, pass / fail / error counts and pass rate."""
+        return store.frame(self.con, """
+            SELECT c.provider, COUNT(*) AS cases,
+                   COUNT(*) FILTER (t.status = 'pass') AS pass,
+                   COUNT(*) FILTER (t.status = 'fail') AS fail,
+                   COUNT(*) FILTER (t.status = 'error') AS error,
+                   ROUND(COUNT(*) FILTER (t.status = 'pass') / COUNT(*), 4) AS pass_rate
+            FROM test_results t JOIN cases c USING (run_id, case_id)
+            WHERE t.run_id = ? GROUP BY ALL ORDER BY c.provider NULLS FIRST""", [self.run_id])

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .analysis.results import Results
 from .analysis.run import Run
-from .assertions._support import pool
+from .assertions import pool
 from .errors import InputError, Interrupted
 from .evaluate.engine import evaluate_batch
 from .evaluate.plan import build_plan

@@ -78,3 +78,34 @@ def test_assertion_modules_share_only_public_names():
                  for path in sorted((ROOT / "checkllm_batch" / "assertions").rglob("*.py"))
                  if (names := private_imports(path.read_text(encoding="utf-8")))]
     assert not offenders, offenders
+
+
+def private_modules(source: str) -> list[str]:
+    """The package's private modules (a path part with a leading underscore, e.g.
+    `assertions._support`) that `source` imports from."""
+    return [node.module or "" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
+                "checkllm_batch"))
+            and any(part.startswith("_") and part != "__future__"
+                    for part in (node.module or "").split("."))]
+
+
+@pytest.mark.parametrize("source,found", [
+    ("from ..assertions._support.values import RowValues", ["assertions._support.values"]),
+    ("from .assertions._support import pool", ["assertions._support"]),
+    ("from ..assertions import RowValues, pool", []),
+    ("from __future__ import annotations", []),
+])
+def test_the_guard_finds_private_modules(source, found):
+    assert private_modules(source) == found
+
+
+def test_assertion_helpers_stay_inside_assertions():
+    """assertions/_support is the assertions' private subpackage: the rest of the pipeline
+    uses what `checkllm_batch.assertions` exports."""
+    package = ROOT / "checkllm_batch"
+    offenders = [f"{path.relative_to(ROOT)}: {', '.join(names)}"
+                 for path in sorted(package.rglob("*.py"))
+                 if (package / "assertions") not in path.parents
+                 and (names := private_modules(path.read_text(encoding="utf-8")))]
+    assert not offenders, offenders

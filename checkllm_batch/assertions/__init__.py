@@ -12,6 +12,12 @@ from . import (  # noqa: F401  (registration)
     text,
     tools,
 )
+from ._support import pool
+from ._support.replies import Outcome, Unparsable, failure
+from ._support.values import RowValues
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup
 
-__all__ = ["REGISTRY", "Ctx", "Kind", "Verdict", "assertion", "lookup"]
+# what the rest of the pipeline uses: the registry, the per-row values the engine renders,
+# the judge-reply rules the judge applies, and the process pool a run starts
+__all__ = ["REGISTRY", "Ctx", "Kind", "Outcome", "RowValues", "Unparsable", "Verdict",
+           "assertion", "failure", "lookup", "pool"]

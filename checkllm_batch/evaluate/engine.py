@@ -14,7 +14,7 @@ from functools import partial
 
 import polars as pl
 
-from ..assertions._support.values import RowValues
+from ..assertions import RowValues
 from ..assertions.graded import NO_JUDGE, PENDING
 from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
 from ..spec import template

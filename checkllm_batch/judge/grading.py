@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import polars as pl
 
-from ..assertions._support.replies import Outcome, Unparsable, failure
+from ..assertions import Outcome, Unparsable, failure
 from ..spec import template
 from ..spec.judge import JudgeConfig
 from ..spec.model import AssertionSpec

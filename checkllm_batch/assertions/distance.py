@@ -10,7 +10,7 @@ from rapidfuzz.distance import Levenshtein
 from ._support.distinct import per_distinct
 from ._support.pool import workers
 from .registry import Ctx, Verdict, assertion
-from .text import quoted
+from .text import quoting
 
 _ASTRAL = r"[\x{10000}-\x{10FFFF}]"
 
@@ -89,9 +89,9 @@ def levenshtein(ctx: Ctx) -> Verdict:
     """Levenshtein edit distance to the value is at most the threshold (default 5)."""
     value = _value(ctx)
     distance = _distance(ctx, value).struct.field("distance")
-    return Verdict(distance <= ctx.threshold,
-                   pl.concat_str([pl.lit(f"be within edit distance {ctx.threshold:g} of "),
-                                  quoted(value)]),
+    within = ctx.once(distance <= ctx.threshold)
+    return Verdict(within, quoting(ctx, within, f"be within edit distance {ctx.threshold:g} of ",
+                                   value),
                    detail=pl.format("distance {}", distance.cast(pl.Int64)))
 
 
@@ -103,7 +103,6 @@ def similarity(ctx: Ctx) -> Verdict:
     pair = _distance(ctx, value)
     longer, distance = pair.struct.field("longer"), pair.struct.field("distance")
     ratio = pl.when(longer == 0).then(1.0).otherwise(1.0 - distance / longer)
-    return Verdict(ratio >= ctx.threshold,
-                   pl.concat_str([pl.lit(f"have similarity >= {ctx.threshold:g} to "),
-                                  quoted(value)]),
+    close = ctx.once(ratio >= ctx.threshold)
+    return Verdict(close, quoting(ctx, close, f"have similarity >= {ctx.threshold:g} to ", value),
                    score=ratio, detail=pl.format("similarity {}", ratio.round(4)))

@@ -47,41 +47,39 @@ def on_failing(ctx: Ctx, passed: pl.Expr, text: Callable[[pl.Expr], pl.Expr], ov
                ) -> pl.Expr:
     """`text(over)`, a part of the reason, computed only on the rows whose reason shows it
     (those failing, negation included; null on the others) when the value differs per row:
-    listing each row's own items costs nothing on the rows that pass."""
+    quoting or listing each row's own value costs nothing on the rows that pass: their
+    value is masked before `text` reads it."""
     if ctx.row is None:
         return text(over)  # a literal: computed once
+    return text(pl.when(passed == pl.lit(ctx.spec.negate)).then(over))
 
-    def run(pairs: pl.Series) -> pl.Series:
-        frame = pairs.struct.unnest().with_row_index("i")
-        shown = frame.filter(pl.col("shown")).select("i", text=text(pl.col("x")))
-        return frame.select("i").join(shown, on="i", how="left", maintain_order="left")["text"]
 
-    shown = passed == pl.lit(ctx.spec.negate)
-    return ctx.once(pl.struct(shown=shown, x=over).map_batches(run, return_dtype=pl.String))
+def quoting(ctx: Ctx, passed: pl.Expr, words: str, value: pl.Expr) -> pl.Expr:
+    """`words "value"` for the reason (value shortened), on the rows whose reason shows it.
+    `passed` should be a column (`ctx.once`): it is read again here."""
+    return on_failing(ctx, passed, lambda v: pl.concat_str([pl.lit(words), quoted(v)]), value)
 
 
 @assertion("contains", prepare=lambda v, s: _scalar(v, s))
 def contains(ctx: Ctx) -> Verdict:
     """Output contains the value (case-sensitive substring)."""
-    value = ctx.value
-    return Verdict(ctx.output.str.contains(value, literal=True),
-                   pl.concat_str([pl.lit("contain "), quoted(value)]))
+    found = ctx.once(ctx.output.str.contains(ctx.value, literal=True))
+    return Verdict(found, quoting(ctx, found, "contain ", ctx.value))
 
 
 @assertion("icontains", prepare=lambda v, s: _scalar(v, s))
 def icontains(ctx: Ctx) -> Verdict:
     """Output contains the value, ignoring case."""
-    value = ctx.value
-    found = ctx.output.str.to_lowercase().str.contains(value.str.to_lowercase(), literal=True)
-    return Verdict(found, pl.concat_str([pl.lit("contain (any case) "), quoted(value)]))
+    found = ctx.once(ctx.output.str.to_lowercase().str.contains(ctx.value.str.to_lowercase(),
+                                                                literal=True))
+    return Verdict(found, quoting(ctx, found, "contain (any case) ", ctx.value))
 
 
 @assertion("starts-with", prepare=lambda v, s: _scalar(v, s), csv_threshold=0.75)
 def starts_with(ctx: Ctx) -> Verdict:
     """Output starts with the value (no trimming)."""
-    value = ctx.value
-    return Verdict(ctx.output.str.starts_with(value),
-                   pl.concat_str([pl.lit("start with "), quoted(value)]))
+    found = ctx.once(ctx.output.str.starts_with(ctx.value))
+    return Verdict(found, quoting(ctx, found, "start with ", ctx.value))
 
 
 def _scalar(value: Any, spec: Any) -> None:
@@ -278,8 +276,8 @@ def equals(ctx: Ctx) -> Verdict:
     """Output equals the value exactly; a mapping/list value is compared as parsed JSON."""
     as_text = ctx.fixed is None if ctx.row is None else not ctx.row.structured
     if as_text:  # a scalar, or a rendered template: text
-        return Verdict(ctx.output == ctx.value,
-                       pl.concat_str([pl.lit("equal "), quoted(ctx.value)]))
+        same = ctx.once(ctx.output == ctx.value)
+        return Verdict(same, quoting(ctx, same, "equal ", ctx.value))
     return ctx.checked(_same_json, lambda expected: "equal the JSON value "
                        + json.dumps(expected[1], ensure_ascii=False))
 

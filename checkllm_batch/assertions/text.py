@@ -207,13 +207,13 @@ def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
 
 
 _SPACE = "".join(f"\\x{{{ord(c):x}}}" for c in JS_TRIM)
-_PLAIN_ITEM = f"[^,{_SPACE}](?:[^,]*[^,{_SPACE}])?"  # an unquoted item, trimmed as JS trims
 
 
 def plain_items(text: pl.Expr) -> pl.Expr:
     """split_items in Polars for text without quotes (null for the rest, and for no items)."""
     plain = ~text.str.contains('"', literal=True) & text.str.contains(f"[^,{_SPACE}]")
-    return pl.when(plain).then(text.str.extract_all(_PLAIN_ITEM))
+    items = text.str.split(",").list.eval(pl.element().str.strip_chars(JS_TRIM))
+    return pl.when(plain).then(items.list.filter(pl.element() != ""))
 
 
 ITEMS: dict[str, Any] = {"prepare": _items, "prepared_dtype": pl.List(pl.String), "prepare_column": plain_items,

@@ -38,6 +38,8 @@ def per_distinct(values: pl.Series, fn: Callable[[pl.Series], pl.DataFrame]) -> 
     joined back to every row in order. De-duplicated on a 64-bit hash of the value: joining
     on u64 is far cheaper than on long strings; a collision needs ~4e9 distinct values in
     one batch to be likely."""
+    if values.null_count() == len(values):  # nothing to check here: fn's answer for null
+        return fn(values.head(1)).select(pl.all().gather(pl.repeat(0, len(values))))
     hashes = values.hash()
     first = hashes.is_first_distinct()
     table = fn(values.filter(first)).with_columns(__h=hashes.filter(first))

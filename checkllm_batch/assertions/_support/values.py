@@ -94,6 +94,11 @@ class RowValues:
         out = pl.Struct({"value": dtype, PREPARED_ERROR: pl.String})
 
         def run(keys: pl.Series) -> pl.Series:
+            if keys.null_count() == len(keys):  # every row prepared in Polars, or none renders
+                return pl.select(pl.struct(
+                    pl.repeat(None, len(keys), dtype=dtype).alias("value"),
+                    pl.repeat(None, len(keys), dtype=pl.String).alias(PREPARED_ERROR))
+                ).to_series()
             uniq = keys.unique()
             values, errors = [], []
             for key in uniq.to_list():  # per-distinct: prepare (compile) each value once

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import polars as pl
 
+from ._support.distinct import per_distinct
 from ._support.meteor import WordNetMissing, batch_scorer, wordnet_dir
 from ._support.whitespace import JS_SPACE, WORD
 from .registry import Ctx, Verdict, assertion
@@ -90,9 +91,8 @@ Scorer = Callable[[pl.LazyFrame, pl.LazyFrame], pl.LazyFrame]  # (cand, refs) ->
 def _pair_scores(scorer: Scorer, tokenize: Callable[[pl.Expr], pl.Expr]):
     """A batch function over struct{a: output, b: list of references} -> score per row."""
 
-    def run(pairs: pl.Series) -> pl.Series:
-        frame = pairs.struct.unnest().with_row_index("row")
-        uniq = frame.select("a", "b").unique(maintain_order=True).with_row_index("id")
+    def distinct(pairs: pl.Series) -> pl.DataFrame:
+        uniq = pairs.struct.unnest().with_row_index("id")
         cand = uniq.lazy().select("id", tok=tokenize(pl.col("a")))
         refs = (uniq.lazy().select("id", pl.col("b").alias("r")).explode("r")
                 .with_columns(ref=pl.int_range(pl.len()).over("id")))
@@ -101,11 +101,10 @@ def _pair_scores(scorer: Scorer, tokenize: Callable[[pl.Expr], pl.Expr]):
         refs = refs.join(texts, on="r", how="left", nulls_equal=True).select("id", "ref", "rid",
                                                                               "tok")
         scores = scorer(cand, refs).collect()
-        back = frame.join(uniq, on=["a", "b"], how="left", nulls_equal=True)
-        back = back.join(scores, on="id", how="left").sort("row")
-        return back["score"].cast(pl.Float64)
+        return uniq.select("id").join(scores, on="id", how="left", maintain_order="left"
+                                      ).select(pl.col("score").cast(pl.Float64))
 
-    return run
+    return lambda pairs: per_distinct(pairs, distinct)["score"]
 
 
 def _score(ctx: Ctx, scorer: Scorer, tokenize) -> pl.Expr:

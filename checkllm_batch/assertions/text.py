@@ -330,9 +330,9 @@ def regex(ctx: Ctx) -> Verdict:
     # UTF-16-sensitive ones on text beyond U+FFFF, run in Python once per distinct pair
     plain = ctx.once(ctx.value.str.contains(_PLAIN))
     rust = ctx.column(lambda r: None if r.backtracking else r.pattern, pl.String,
-                      lambda v: pl.when(v.str.contains(_PLAIN)).then(v))
+                      lambda v: pl.when(plain).then(v))
     by_units = ctx.column(lambda r: r.units is not None, pl.Boolean,
-                          lambda v: pl.when(v.str.contains(_PLAIN)).then(False))
+                          lambda v: pl.when(plain).then(False))
     matched = ctx.once(ctx.output.str.contains(pl.when(plain).then(None).otherwise(rust),
                                                strict=False))  # null: Rust cannot compile
     found = pl.when(plain).then(ctx.output.str.contains(ctx.value, literal=True)

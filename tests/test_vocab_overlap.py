@@ -217,3 +217,24 @@ def test_rouge_tokens_follow_js_rouge(text, tokens):
 
     got = pl.DataFrame({"t": [text]}).select(x=rouge_tokens(pl.col("t")))["x"][0].to_list()
     assert got == tokens
+
+
+def test_shared_and_own_reference_matching_count_alike():
+    """The two ways of counting clipped n-gram matches (references shared by many rows are
+    joined; each row's own reference is matched by a sort) agree, repeats included."""
+    import polars as pl
+
+    from checkllm_batch.assertions.overlap import bleu_tokens, clipped_matches
+
+    outputs = ["the cat the cat sat", "a b a b a b", "", "one two three", "x y z"]
+    references = [["the cat sat the"], ["a b a", "b a b b"], ["x"], [], ["x y z", "x y z"]]
+    rows = pl.DataFrame({"a": outputs, "b": references}).with_row_index("id")
+    cand = rows.lazy().select("id", tok=bleu_tokens(pl.col("a")))
+    refs = (rows.lazy().select("id", r="b").explode("r").drop_nulls("r")
+            .with_columns(ref=pl.int_range(pl.len()).over("id"),
+                          rid=pl.col("r").rank("dense"), tok=bleu_tokens(pl.col("r"))))
+    shared, own = (clipped_matches(cand, refs, 4, shared=way).collect().sort("id", "ref")
+                   .select("id", "ref", "c", "r", "m1", "m2", "m3", "m4") for way in (True, False))
+    assert shared.equals(own)
+    assert shared.filter(id=1, ref=1).to_dicts() == [  # "a b a b a b" against "b a b b"
+        {"id": 1, "ref": 1, "c": 6, "r": 4, "m1": 4, "m2": 2, "m3": 1, "m4": 0}]

@@ -2,7 +2,7 @@
 
 Each row of tests/promptfoo_kit/<area>.jsonl holds an output, an assertion and the pass,
 score and reason promptfoo itself gave (recorded with the offline kit by record.py, never
-from our output). We must give the same verdict and, where promptfoo scores, the same score.
+from our output). A row's "vars" are the test's vars there and the row's columns here. We must give the same verdict and, where promptfoo scores, the same score.
 A row with "differs" is a deliberate difference (listed in the type's docs): we give the
 verdict in its "ours" field instead. A row with "pending" is a known miss outside the helper
 functions (named there), expected to fail until it is fixed.
@@ -24,7 +24,7 @@ ROWS = [(path.stem, n, json.loads(line)) for path in sorted(KIT.glob("*.jsonl"))
 def _ours(tmp_path: Path, row: dict) -> dict:
     for name, text in row.get("files", {}).items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    columns = {"output": row["output"], **row.get("columns", {})}
+    columns = {"output": row["output"], **row.get("columns", {}), **row.get("vars", {})}
     try:
         return run_assertion(tmp_path, row["assert"], [columns])[0]
     except Exception as exc:  # a suite promptfoo errors on may be refused at parse time

@@ -23,16 +23,19 @@ Validator = Callable[[Any, str | None], str | None]
 
 
 def compile_schema(value: Any, spec: Any = None) -> Validator | None:
-    """A validator for a JSON Schema given as a mapping or as YAML/JSON text."""
-    if value is None:
+    """A validator for a JSON Schema given as a mapping or as YAML/JSON text. As in
+    promptfoo, a value JavaScript finds false (none, "", false, 0) is no schema, and text may
+    hold a boolean schema (`true` takes any JSON, `false` none)."""
+    if value is None or value is False or value == "" or (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0):
         return None
     try:
         schema = yaml.safe_load(value) if isinstance(value, str) else value
     except yaml.YAMLError as e:
         raise ValueError(f"the JSON Schema is not valid JSON or YAML: "
                          f"{getattr(e, 'problem', None) or e}") from None
-    if not isinstance(schema, dict):
-        raise ValueError("the JSON Schema must be a mapping")
+    if not isinstance(schema, dict) and not (isinstance(value, str) and isinstance(schema, bool)):
+        raise ValueError("the JSON Schema must be a mapping (or, as text, true or false)")
     try:
         validator = jsonschema_rs.validator_for(
             with_number_formats(schema), validate_formats=True, ignore_unknown_formats=False,

@@ -60,14 +60,24 @@ def quoting(ctx: Ctx, passed: pl.Expr, words: str, value: pl.Expr) -> pl.Expr:
     return on_failing(ctx, passed, lambda v: pl.concat_str([pl.lit(words), quoted(v)]), value)
 
 
-@assertion("contains", prepare=lambda v, s: _scalar(v, s))
+def _scalar(value: Any, spec: Any) -> None:
+    if isinstance(value, (dict, list)) or value is None or value == "":
+        raise ValueError("value must be a non-empty string or number")
+
+
+# a per-row value is checked too: promptfoo errors on an empty one (a null var renders empty)
+SCALAR: dict[str, Any] = {"prepare": _scalar, "prepared_dtype": pl.Boolean,
+                          "prepare_column": lambda text: pl.when(text != "").then(True)}
+
+
+@assertion("contains", **SCALAR)
 def contains(ctx: Ctx) -> Verdict:
     """Output contains the value (case-sensitive substring)."""
     found = ctx.once(ctx.output.str.contains(ctx.value, literal=True))
     return Verdict(found, quoting(ctx, found, "contain ", ctx.value))
 
 
-@assertion("icontains", prepare=lambda v, s: _scalar(v, s))
+@assertion("icontains", **SCALAR)
 def icontains(ctx: Ctx) -> Verdict:
     """Output contains the value, ignoring case."""
     found = ctx.once(ctx.output.str.to_lowercase().str.contains(ctx.value.str.to_lowercase(),
@@ -75,16 +85,13 @@ def icontains(ctx: Ctx) -> Verdict:
     return Verdict(found, quoting(ctx, found, "contain (any case) ", ctx.value))
 
 
-@assertion("starts-with", prepare=lambda v, s: _scalar(v, s), csv_threshold=0.75)
+@assertion("starts-with", **SCALAR, csv_threshold=0.75)
 def starts_with(ctx: Ctx) -> Verdict:
     """Output starts with the value (no trimming)."""
     found = ctx.once(ctx.output.str.starts_with(ctx.value))
     return Verdict(found, quoting(ctx, found, "start with ", ctx.value))
 
 
-def _scalar(value: Any, spec: Any) -> None:
-    if isinstance(value, (dict, list)) or value is None or value == "":
-        raise ValueError("value must be a non-empty string or number")
 
 
 JS_TRIM = " \t\n\x0b\f\r\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
@@ -173,11 +180,15 @@ def item_hits(ctx: Ctx, items: pl.Expr, fold: bool, want: tuple[str, ...]) -> pl
         text, needle = pl.col("o"), item
         if fold:
             text, needle = text.str.to_lowercase(), needle.str.to_lowercase()
-        hits = frame.explode("items").with_columns(hit=text.str.contains(needle, literal=True)
-                                                   ).group_by("row", maintain_order=True).agg(
+        hits = frame.explode("items", empty_as_null=True).with_columns(  # a row each
+            hit=text.str.contains(needle, literal=True)).group_by("row", maintain_order=True).agg(
             **{name: aggregates[name] for name in want})
         valid = frame["o"].is_not_null() & frame["items"].is_not_null()
-        return hits.select(pl.when(pl.lit(valid)).then(pl.struct(*want))).to_series()
+        none = frame["items"].list.len() == 0  # promptfoo: any of nothing fails, all passes
+        nothing = {"any": False, "all": True, "missing": "", "found": "", "count": 0}
+        return hits.select(pl.when(pl.lit(valid)).then(pl.struct(
+            pl.when(pl.lit(none)).then(pl.lit(nothing[name], HITS.to_schema()[name]))
+            .otherwise(name).alias(name) for name in want))).to_series()
 
     return ctx.once(pl.struct(o=ctx.output, items=items).map_batches(run, return_dtype=dtype))
 
@@ -202,7 +213,8 @@ def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
     prefix = pl.lit(f"contain{' (any case)' if fold else ''} {'all' if every else 'one'} of ")
     expect = on_failing(ctx, found, lambda items: pl.concat_str([prefix, listing(items)]),
                         ctx.prepared)
-    detail = pl.concat_str([pl.lit("missing: "), missing]) if every else None
+    detail = (pl.when(missing != "").then(pl.concat_str([pl.lit("missing: "), missing]))
+              if every else None)
     return Verdict(found, expect, detail=detail)
 
 

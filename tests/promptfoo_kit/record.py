@@ -3,7 +3,7 @@
     python tests/promptfoo_kit/record.py cases.json tests/promptfoo_kit/<area>.jsonl
 
 `cases.json` is a list of {"output": str, "assert": {...}, "files": {name: text}?,
-"columns": {"cost": n, "latency_ms": n}?, "differs": why?}. Each case is graded by the real promptfoo with the offline kit
+"columns": {"cost": n, "latency_ms": n}?, "vars": {name: value}?, "differs": why?}. Each case is graded by the real promptfoo with the offline kit
 (/work/shared/tools/promptfoo-offline, its `verbatim` provider returns the output as is);
 the output file gets one line per case with promptfoo's pass, score and reason beside it.
 Rows we decide to grade differently keep promptfoo's answer and say why in "differs".
@@ -30,7 +30,8 @@ def grade(cases: list[dict]) -> list[dict]:
     for case in cases:
         out = case["output"].encode("utf-8", "surrogatepass")
         extra = case.get("columns", {})  # cost / latency_ms: the verbatim provider reports them
-        tests.append({"vars": {"out_b64": base64.b64encode(out).decode(), **extra},
+        tests.append({"vars": {"out_b64": base64.b64encode(out).decode(), **extra,
+                               **case.get("vars", {})},
                       "assert": [case["assert"]]})
         for name, text in case.get("files", {}).items():
             (work / name).write_text(text, encoding="utf-8")

@@ -120,7 +120,9 @@ def _series(values: list, dtype: PolarsDataType) -> pl.Series:
     nested lists from Python objects one element at a time)."""
     if dtype == pl.List(pl.String):
         joined = [None if v is None else "\x1f".join(v) for v in values]
-        return pl.Series(joined, dtype=pl.String).str.split("\x1f")
+        empty = pl.Series([v is not None and not v for v in values], dtype=pl.Boolean)
+        lists = pl.Series(joined, dtype=pl.String).str.split("\x1f")  # "" splits to [""]
+        return pl.select(pl.when(empty).then(pl.lit([], dtype)).otherwise(lists)).to_series()
     return pl.Series(values, dtype=dtype)
 
 

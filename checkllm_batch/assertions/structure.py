@@ -35,8 +35,9 @@ PARSED: dict[str, Any] = {"kind": Kind.DISTINCT, "pooled": True}
 
 
 def _required(value: Any, spec: Any) -> tuple[str, ...]:
-    """Required element paths: a comma string, a list, or {requiredElements: [...]}."""
-    if value is None or value == "" or value == [] or value == {}:
+    """Required element paths: a comma string, a list, or {requiredElements: [...]}. As in
+    promptfoo, any string is split, so "" requires an element named "" (never found)."""
+    if value is None or value == [] or value == {}:
         return ()
     if isinstance(value, str):
         return tuple(s.strip() for s in value.split(","))

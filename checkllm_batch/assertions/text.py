@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import operator
 from typing import Any, Callable
 
 import orjson
 import polars as pl
 
+from ..spec.jsvalue import to_number
 from ._support.distinct import Outcome
 from ._support.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from ._support.refusal import PREFIXES, REFUSAL
@@ -360,11 +362,12 @@ def regex(ctx: Ctx) -> Verdict:
 def _bound(value: Any, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    # a string as JavaScript's Number() reads it: " 3 ", "3.0", "0x3", and "" as 0
+    number = to_number(value) if isinstance(value, str) else value
+    if isinstance(number, bool) or not isinstance(number, (int, float)) \
+            or not math.isfinite(number) or number != int(number):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
-    return int(value)
+    return int(number)
 
 
 def _word_range(value: Any, spec: Any) -> tuple[int | None, int | None]:

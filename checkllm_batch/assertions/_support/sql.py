@@ -19,7 +19,7 @@ DIALECTS = {"athena": "athena", "bigquery": "bigquery", "db2": "postgres", "flin
 
 def sql_options(value: Any, spec: Any) -> tuple[str, str, tuple[str, ...] | None,
                                                  tuple[str, ...] | None]:
-    if value is None:
+    if value is None or value == "":  # promptfoo: a value JavaScript finds false is none
         value = {}
     if not isinstance(value, dict):
         raise ValueError("value must be a mapping {databaseType, allowedTables, allowedColumns}")

@@ -67,8 +67,8 @@ def _distinct_distances(pairs: pl.Series) -> pl.DataFrame:
 
 
 def _string(value, spec) -> None:
-    if isinstance(value, (dict, list)) or value is None:
-        raise ValueError("value must be a string or number")
+    if not isinstance(value, str):
+        raise ValueError("value must be a string (promptfoo rejects a number here)")
 
 
 def _value(ctx: Ctx) -> pl.Expr:

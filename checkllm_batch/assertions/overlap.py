@@ -16,20 +16,18 @@ from ._support.distinct import per_distinct
 from ._support.meteor import WordNetMissing, batch_scorer, wordnet_dir
 from ._support.whitespace import JS_SPACE, WORD
 from .registry import Ctx, Verdict, assertion
-from .text import js_string
 
 SEP = "\x1f"
 MAX_N = 4
 
 
 def _references(value: Any, spec: Any) -> list[str] | None:
-    if isinstance(value, list):
-        if not value or not all(isinstance(v, (str, int, float)) for v in value):
-            raise ValueError("value must be a reference string or a list of them")
-        return [js_string(v) for v in value]
-    if isinstance(value, dict) or value is None:
+    """A reference string or a non-empty list of them (promptfoo rejects numbers)."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise ValueError("value must be a reference string or a list of them")
-    return [js_string(value)]
+    return list(value)
 
 
 def _refs_expr(ctx: Ctx) -> pl.Expr:
@@ -119,8 +117,10 @@ def _own_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
 
     # runs of equal keys: an n-gram's occurrences on one side of one pair; a reference run
     # right after the output's run of the same n-gram (key - 1) matches min of their lengths
-    runs = pl.concat([keys("ctok", 0), keys("tok", 1)]).sort("key").select(
-        pl.col("key").rle()).unnest("key")
+    # sorted in one piece, eagerly: the streaming engine's run-length node panics on an empty
+    # side (a reference without words), Polars 2.1
+    ordered = pl.concat([keys("ctok", 0), keys("tok", 1)]).sort("key").collect().rechunk()
+    runs = ordered.select(pl.col("key").rle()).unnest("key").lazy()
     value, count = pl.col("value"), pl.col("len")
     matched = ((value % 2 == 1) & (value.shift(1) == value - 1)).alias("matched")
     pair_order = (value % 2**32 // 2).alias("po")  # pair * 4 + n - 1

@@ -67,6 +67,11 @@ def _scalar(value: Any, spec: Any) -> None:
         raise ValueError("value must be a non-empty string or number")
 
 
+def _text(value: Any, spec: Any) -> None:
+    if not isinstance(value, str) or value == "":
+        raise ValueError("value must be a non-empty string (promptfoo rejects a number here)")
+
+
 # a per-row value is checked too: promptfoo errors on an empty one (a null var renders empty)
 SCALAR: dict[str, Any] = {"prepare": _scalar, "prepared_dtype": pl.Boolean,
                           "prepare_column": lambda text: pl.when(text != "").then(True)}
@@ -87,7 +92,7 @@ def icontains(ctx: Ctx) -> Verdict:
     return Verdict(found, quoting(ctx, found, "contain (any case) ", ctx.value))
 
 
-@assertion("starts-with", **SCALAR, csv_threshold=0.75)
+@assertion("starts-with", **{**SCALAR, "prepare": _text}, csv_threshold=0.75)
 def starts_with(ctx: Ctx) -> Verdict:
     """Output starts with the value (no trimming)."""
     found = ctx.once(ctx.output.str.starts_with(ctx.value))
@@ -262,8 +267,8 @@ def _canonical(value: Any) -> Any:
     """JSON value normalised so that == is JavaScript's deep strict equality."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return (type(value).__name__, value)
-    if isinstance(value, (int, float)):
-        return ("num", float(value))
+    if isinstance(value, (int, float)):  # -0 differs from 0, as in isDeepStrictEqual
+        return ("num", float(value), math.copysign(1.0, value) if value == 0 else 1.0)
     if isinstance(value, list):
         return ("list", tuple(_canonical(v) for v in value))
     return ("obj", frozenset((k, _canonical(v)) for k, v in value.items()))
@@ -406,9 +411,10 @@ def word_count(ctx: Ctx) -> Verdict:
 
 
 def _reason(value: Any, spec: Any) -> str:
-    if isinstance(value, (dict, list)) or value is None or str(value) == "":
-        raise ValueError("value must be a finish reason such as stop, length or tool_calls")
-    return str(value)
+    if not isinstance(value, str) or value == "":
+        raise ValueError("value must be a finish reason such as stop, length or tool_calls "
+                         "(a string)")
+    return value
 
 
 @assertion("finish-reason", needs_text=False, prepare=_reason, prepared_dtype=pl.String)

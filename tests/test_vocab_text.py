@@ -19,9 +19,11 @@ CASES = [
     ({"type": "finish-reason", "value": "stop"}, {"output": "x", "finish_reason": "STOP"}, "pass", 1.0),
     ({"type": "finish-reason", "value": "stop"}, {"output": "x", "finish_reason": "length"}, "fail", 0.0),
     ({"type": "not-finish-reason", "value": "stop"}, {"output": "x", "finish_reason": "length"}, "pass", 1.0),
-    # a missing finish reason is an error (promptfoo fails it), never a pass
-    ({"type": "finish-reason", "value": "stop"}, {"output": "x", "finish_reason": None}, "error", None),
-    ({"type": "finish-reason", "value": "stop"}, {"output": "x"}, "error", None),
+    # a missing finish reason fails, as in promptfoo (tests/promptfoo_kit/per-row.jsonl);
+    # its negation passes
+    ({"type": "finish-reason", "value": "stop"}, {"output": "x", "finish_reason": None}, "fail", 0.0),
+    ({"type": "finish-reason", "value": "stop"}, {"output": "x"}, "fail", 0.0),
+    ({"type": "not-finish-reason", "value": "stop"}, {"output": "x"}, "pass", 1.0),
     ({"type": "is-refusal"}, {"output": "I'm sorry, I can't do that."}, "pass", 1.0),
     ({"type": "is-refusal"}, {"output": "I\u2019m sorry"}, "pass", 1.0),
     ({"type": "is-refusal"}, {"output": "  Sorry, no."}, "pass", 1.0),

@@ -425,7 +425,8 @@ def finish_reason(ctx: Ctx) -> Verdict:
     detail = (pl.when(recorded.is_null())
               .then(pl.lit("no finish_reason recorded for this case"))
               .otherwise(pl.format('finish reason "{}"', recorded)))
-    return Verdict(pl.when(recorded.is_null()).then(None).otherwise(same),
+    # as promptfoo: a case with no finish reason fails (and `not-finish-reason` passes)
+    return Verdict(pl.when(recorded.is_null()).then(False).otherwise(same),
                    pl.format('stop with finish reason "{}"', ctx.prepared), detail=detail)
 
 

@@ -166,7 +166,6 @@ class AssertionType:
     templated: bool = True  # False: the value is code or an address, never a template
     code_ref: bool = False  # a `file://x.py:fn` value names code to run, not a file to read
     negatable: bool = True
-    negation_keeps_score: bool = False  # `not-` reports the score itself, not 1 - score
     prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
     # what `prepare` does for a per-row value when the evaluation checks the rest itself
     # (a regex is compiled by the engine that matches it: no second compile per value)

@@ -201,7 +201,7 @@ def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str |
 
 
 @assertion("tool-call-f1", needs_text=False, default_threshold=1.0, prepare=_expected_tools,
-           negation_keeps_score=True, **PARSED)  # promptfoo: not-tool-call-f1 scores the F1
+           **PARSED)
 def tool_call_f1(ctx: Ctx) -> Verdict:
     """F1 between the expected tool names and the tools called (as sets) >= threshold (1.0)."""
     checked = ctx.checked(_f1_check, lambda expected: f"call the tools {', '.join(expected)}"

@@ -131,7 +131,7 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
                           .otherwise(pl.lit("output is not text (a JSON value)"))))
     fields = outcome(raw, pl.col(name + "score"), Reasons(
         failed=failed, error=pl.coalesce(detail, pl.lit("could not be evaluated")), other=detail),
-        negate=spec.negate, stops=stops, complement=not atype.negation_keeps_score)
+        negate=spec.negate, stops=stops)
     named = pl.when(stopped(raw, stops)).then(None).otherwise(pl.col(name + "named"))
     outcome_struct = pl.struct(*(e.alias(k) for k, e in fields.items()),
                                named.alias("named_scores"))

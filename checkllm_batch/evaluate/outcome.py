@@ -43,13 +43,11 @@ class Reasons:
 
 
 def outcome(raw: pl.Expr, score: pl.Expr, reasons: Reasons, *, negate: bool,
-            clip: bool = False, stops: Sequence[Stop] = (), complement: bool = True
-            ) -> dict[str, pl.Expr]:
+            clip: bool = False, stops: Sequence[Stop] = ()) -> dict[str, pl.Expr]:
     """status, pass, score and reason of each row from the raw verdict (`raw` null: error)
-    and its score; `stops` are checked first, in order. Negated, the score is 1 - score
-    unless not `complement` (a type whose negation reports its own score)."""
+    and its score; `stops` are checked first, in order."""
     passed = ~raw if negate else raw
-    if negate and complement:
+    if negate:
         score = 1.0 - score
         score = score.clip(0.0, 1.0) if clip else score
     status = _chain(stops, lambda s: pl.lit(s.status),

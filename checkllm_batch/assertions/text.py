@@ -63,7 +63,8 @@ def quoting(ctx: Ctx, passed: pl.Expr, words: str, value: pl.Expr) -> pl.Expr:
 
 
 def _scalar(value: Any, spec: Any) -> None:
-    if isinstance(value, (dict, list)) or value is None or value == "":
+    if isinstance(value, (dict, list)) or value is None or value == "" or (
+            isinstance(value, float) and math.isnan(value)):  # promptfoo refuses NaN too
         raise ValueError("value must be a non-empty string or number")
 
 

@@ -140,6 +140,9 @@ class Verdict:
     score: pl.Expr | None = None  # default: 1.0 when passed, else 0.0
     detail: pl.Expr | None = None  # why, e.g. "distance 7"; also the reason of an error
     named: pl.Expr | None = None  # extra named scores (a GradingResult's), as NAMED_SCORES
+    # rows that fail outright, `not-` included, with `detail` as the reason (promptfoo's
+    # outputs a type cannot read at all, e.g. tool calls beyond its parser's limits)
+    fails: pl.Expr | None = None
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,7 @@ def _f1_check(calls: Any, expected: tuple[str, ...]) -> tuple[bool | None, str |
     try:
         actual = tool_names(calls)
     except ToolCallParseError as e:
-        return True, f"0.0|{e}"
+        return False, str(e)  # promptfoo fails the row, negated or not
     hit = len(set(expected) & actual)
     p = hit / len(actual) if actual else 0.0
     r = hit / len(expected)
@@ -207,7 +207,10 @@ def tool_call_f1(ctx: Ctx) -> Verdict:
     checked = ctx.checked(_f1_check, lambda expected: f"call the tools {', '.join(expected)}"
                           f" with F1 >= {ctx.threshold:g}", over=_calls(ctx), pooled=True)
     assert checked.detail is not None  # Ctx.checked always words a detail
+    read = checked.passed  # False: the output's tool calls could not be read
     parts = checked.detail.str.split_exact("|", 1)
-    f1 = parts.struct.field("field_0").cast(pl.Float64)
+    f1 = pl.when(read).then(parts.struct.field("field_0").cast(pl.Float64, strict=False)).otherwise(
+        pl.when(read.is_not_null()).then(0.0))
     return Verdict(f1 >= ctx.threshold, checked.expect, score=f1,
-                   detail=parts.struct.field("field_1"))
+                   detail=pl.when(read).then(parts.struct.field("field_1"))
+                   .otherwise(checked.detail), fails=~read)

@@ -170,9 +170,10 @@ def tool_names(output: Any) -> set[str]:
     blocks in text. Raises ToolCallParseError for text beyond promptfoo's limits."""
     if isinstance(output, str):
         try:
-            output = js_json_loads(output)
+            parsed = js_json_loads(output)
         except ValueError:
             return {name for block in json_blocks(output) for name in tool_names(block)}
+        return tool_names(parsed)  # a JSON string holding the text is read again
     if isinstance(output, dict):
         return _object_names(output)
     if isinstance(output, list):

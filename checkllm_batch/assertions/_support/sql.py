@@ -78,7 +78,8 @@ def _foreign(plain: str, db: str) -> bool:
 
 _DELETE_WITHOUT_FROM = re.compile(r"(?i)^\s*delete\s+(?!from\b)")
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\r\n]*|#[^\r\n]*"
-                     r"|/\*.*?(?:\*/|$)", re.S)
+                     r"|/\*.*?(?:\*/|$)"
+                     r"|\$(?P<tag>(?:[A-Za-z_]\w*)?)\$.*?\$(?P=tag)\$", re.S)  # PostgreSQL $$text$$
 
 
 def _plain(sql: str, brackets: bool) -> str:

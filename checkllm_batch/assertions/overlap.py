@@ -17,7 +17,6 @@ from ._support.meteor import WordNetMissing, batch_scorer, wordnet_dir
 from ._support.whitespace import JS_SPACE, WORD
 from .registry import Ctx, Verdict, assertion
 
-SEP = "\x1f"
 MAX_N = 4
 
 
@@ -115,10 +114,10 @@ def _own_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
         return gram_rows(pairs.select("pair", tok=tokens), ["pair"], max_n).select(
             key=pl.col("g").cast(pl.Int128) * 2**32 + low)
 
-    # runs of equal keys: an n-gram's occurrences on one side of one pair; a reference run
-    # right after the output's run of the same n-gram (key - 1) matches min of their lengths
-    # sorted in one piece, eagerly: the streaming engine's run-length node panics on an empty
-    # side (a reference without words), Polars 2.1
+    # Runs of equal keys: an n-gram's occurrences on one side of one pair; a reference run
+    # right after the output's run of the same n-gram (key - 1) matches min of their lengths.
+    # Sorted in one piece, eagerly: Polars 2.1's streaming run-length node panics on an
+    # empty side (a reference without words).
     ordered = pl.concat([keys("ctok", 0), keys("tok", 1)]).sort("key").collect().rechunk()
     runs = ordered.select(pl.col("key").rle()).unnest("key").lazy()
     value, count = pl.col("value"), pl.col("len")

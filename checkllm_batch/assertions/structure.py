@@ -209,8 +209,8 @@ def tool_call_f1(ctx: Ctx) -> Verdict:
     assert checked.detail is not None  # Ctx.checked always words a detail
     read = checked.passed  # False: the output's tool calls could not be read
     parts = checked.detail.str.split_exact("|", 1)
-    f1 = pl.when(read).then(parts.struct.field("field_0").cast(pl.Float64, strict=False)).otherwise(
-        pl.when(read.is_not_null()).then(0.0))
+    # unread rows fail before negation (`fails`); their F1 text is the reason, not a number
+    f1 = pl.when(read).then(parts.struct.field("field_0").cast(pl.Float64, strict=False))
     return Verdict(f1 >= ctx.threshold, checked.expect, score=f1,
                    detail=pl.when(read).then(parts.struct.field("field_1"))
                    .otherwise(checked.detail), fails=~read)

@@ -116,8 +116,6 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
         name + "expect": expect.cast(pl.String),
         name + "named": (verdict.named if verdict.named is not None
                          else pl.lit(None, NAMED_SCORES)),
-        name + "fails": (verdict.fails if verdict.fails is not None
-                         else pl.lit(False)).fill_null(False),
     }
     raw, detail = pl.col(name + "passed"), pl.col(name + "detail")
     failed = pl.concat_str([pl.lit("Expected output to " + ("not " if spec.negate else "")),
@@ -132,6 +130,7 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
                           pl.when(kind == "null").then(pl.lit("output is null"))
                           .otherwise(pl.lit("output is not text (a JSON value)"))))
     if verdict.fails is not None:
+        raw_exprs[name + "fails"] = verdict.fails.fill_null(False)
         stops.append(Stop(pl.col(name + "fails"), "fail", detail))
     fields = outcome(raw, pl.col(name + "score"), Reasons(
         failed=failed, error=pl.coalesce(detail, pl.lit("could not be evaluated")), other=detail),

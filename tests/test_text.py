@@ -43,6 +43,9 @@ CASES = [
     ({"type": "equals", "value": {"a": 1}}, '{"a": true}', FAIL),  # strict: true != 1
     ({"type": "equals", "value": {"a": 1}}, "not json", FAIL),
     ({"type": "equals", "value": [1, 2]}, "[2, 1]", FAIL),
+    ({"type": "equals", "value": {"z": -0.0}}, '{"z": -0}', PASS),  # JSON.parse keeps -0
+    ({"type": "equals", "value": {"z": 0}}, '{"z": -0}', FAIL),  # deep equality: -0 is not 0
+    ({"type": "equals", "value": {"s": "-0"}}, '{"s": "-0"}', PASS),
     ({"type": "not-equals", "value": "Hello"}, "Bye", PASS),
     ({"type": "equals", "value": "日本"}, "日本", PASS),
     ({"type": "regex", "value": "\\b[Pp]hoto"}, "Photosynthesis", PASS),

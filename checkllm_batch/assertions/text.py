@@ -7,6 +7,7 @@ import functools
 import json
 import math
 import operator
+import re
 from typing import Any, Callable
 
 import orjson
@@ -280,12 +281,24 @@ def _expected(value: Any, spec: Any) -> tuple[Any, Any] | None:
     return None
 
 
+_MINUS_ZERO = re.compile(r"-0(?![\d.eE])")  # the integer -0 (or the text "-0" in a string)
+
+
+def _parsed(text: str) -> Any:
+    """The JSON text parsed as JSON.parse reads it: an integer `-0` keeps its sign (orjson
+    reads it as 0; promptfoo's deep equality tells -0 from 0)."""
+    value = orjson.loads(text)
+    if _MINUS_ZERO.search(text):
+        return json.loads(text, parse_int=lambda s: -0.0 if s == "-0" else int(s))
+    return value
+
+
 def _same_json(text: str | None, expected: tuple[Any, Any]) -> Outcome:
     if text is None:
         return False, "output is not valid JSON"
     try:
-        return _canonical(orjson.loads(text)) == expected[0], None
-    except (orjson.JSONDecodeError, TypeError):
+        return _canonical(_parsed(text)) == expected[0], None
+    except (orjson.JSONDecodeError, TypeError, RecursionError):  # json: nesting near 1000
         return False, "output is not valid JSON"
 
 

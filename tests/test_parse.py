@@ -1,5 +1,7 @@
 """Suite parsing: YAML 1.2 values, defaultTest merge, and errors that name their place."""
 
+import math
+
 import pytest
 from conftest import write_suite
 
@@ -73,6 +75,14 @@ def test_yaml_1_2_scalars(tmp_path):
     t = suite.tests[0]
     assert t.vars == {"a": "yes", "b": 1000.0, "c": "on", "d": 12, "e": "2024-01-01"}
     assert t.asserts[0].value == "no"
+
+
+def test_minus_zero_is_a_javascript_number(tmp_path):
+    """js-yaml (and JSON.parse) keep -0's sign; deep equality tells it from 0."""
+    suite = load(tmp_path, "tests:\n  - assert:\n      - {type: equals, value: {z: -0, y: 0, "
+                           "x: -00, w: -10}}\n")
+    value = suite.tests[0].asserts[0].value
+    assert [math.copysign(1, value[k]) for k in "zyx"] == [-1, 1, -1] and value["w"] == -10
 
 
 def test_default_test_is_merged(tmp_path):

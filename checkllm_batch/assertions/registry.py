@@ -163,6 +163,7 @@ class AssertionType:
     default_threshold: float | None = None
     needs_text: bool = True  # a null or non-text output fails it
     json_ok: bool = False  # a structured (JSON) output is checked as its JSON text
+    null_value: bool = False  # an explicit `value: null` is a value (JSON null), not a missing one
     prepared_dtype: PolarsDataType | None = None  # `Ctx.prepared` is a column of this type
     # prepares rendered values in Polars where it can (null where it cannot)
     prepare_column: Callable[[pl.Expr], pl.Expr] | None = None

@@ -302,7 +302,7 @@ def _same_json(text: str | None, expected: tuple[Any, Any]) -> Outcome:
         return False, "output is not valid JSON"
 
 
-@assertion("equals", json_ok=True, prepare=_expected)
+@assertion("equals", json_ok=True, null_value=True, prepare=_expected)
 def equals(ctx: Ctx) -> Verdict:
     """Output equals the value exactly; a mapping/list value is compared as parsed JSON."""
     as_text = ctx.fixed is None if ctx.row is None else not ctx.row.structured

@@ -231,7 +231,8 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
     value = _script_ref(value, base) if atype.code_ref else \
         _load_value(value, base, where, problems)
     args = {k: fields[k] for k in atype.fields if k in fields}
-    if not _required_present(atype, value, args, where, problems):
+    given = atype.null_value and "value" in fields  # `value: null` given, not left out
+    if not given and not _required_present(atype, value, args, where, problems):
         return None
     if atype.value is Value.NONE and value is not None:
         problems.add(where, f"{name} takes no value")

@@ -45,8 +45,10 @@ _Loader.add_implicit_resolver(
     list("-+0123456789."))
 
 
-def _int(loader: _Loader, node: yaml.ScalarNode) -> int:
+def _int(loader: _Loader, node: yaml.ScalarNode) -> int | float:
     text = loader.construct_scalar(node)
+    if text.startswith("-") and not text.strip("-0"):  # -0: a JavaScript number, not 0
+        return -0.0
     if text.startswith("0o"):
         value = int(text[2:], 8)
     else:

@@ -123,3 +123,43 @@ def test_lone_surrogates_meet_the_schema(tmp_path, kind, schema, output, status,
     assert "cannot check" not in (reason or "")
     if ending:
         assert reason.endswith(ending), reason
+
+
+def _v(schema: dict) -> dict:
+    return {"type": "object", "properties": {"v": schema}}
+
+
+# ajv's default dialect is draft-07 with ajv's own extras (verdicts as promptfoo gave them,
+# tests/promptfoo_kit/unit-json.jsonl)
+AJV = [
+    ({"type": "array", "items": [{"type": "string"}, {"type": "number"}]}, '["x", 1]', PASS),
+    ({"type": "array", "items": [{"type": "string"}, {"type": "number"}]}, '[1, "x"]', FAIL),
+    (_v({"multipleOf": 0.1}), '{"v": 0.3}', FAIL),  # 0.3 / 0.1 is 2.9999999999999996
+    (_v({"multipleOf": 0.1}), '{"v": 0.5}', PASS),
+    (_v({"multipleOf": 1}), '{"v": 1e21}', FAIL),  # JavaScript prints 1e+21
+    (_v({"multipleOf": 2}), '{"v": 9007199254740993}', PASS),  # read as 2**53
+    (_v({"multipleOf": 1}), '{"v": 1e400}', PASS),  # Infinity: not checked
+    (_v({"type": "string", "contentEncoding": "base64"}), '{"v": "x"}', PASS),
+    (_v({"type": "number", "nullable": True}), '{"v": null}', PASS),
+    (_v({"type": "number", "nullable": True}), '{"v": "x"}', FAIL),
+    (_v({"type": "string", "format": "duration"}), '{"v": "P1W"}', PASS),
+    (_v({"type": "string", "format": "duration"}), '{"v": "PT"}', FAIL),
+    (_v({"const": {"format": "int32"}}), '{"v": {"format": "int32"}}', PASS),  # data, no schema
+    (_v({"enum": [{"format": "iri"}]}), '{"v": {"format": "iri"}}', PASS),
+]
+
+
+@pytest.mark.parametrize("schema,output,expected", AJV)
+def test_schemas_read_as_ajv_reads_them(check, schema, output, expected):
+    assert check({"type": "is-json", "value": schema}, output) == expected
+
+
+@pytest.mark.parametrize("schema", [
+    {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"},
+    {"$schema": 7, "type": "object"},
+    _v({"type": "string", "format": "idn-email"}),  # jsonschema-rs knows it, ajv-formats not
+    _v({"type": "string", "format": "iri"}),
+])
+def test_schemas_ajv_refuses_are_refused(check, schema):
+    with pytest.raises(Exception, match="JSON Schema"):
+        check({"type": "is-json", "value": schema}, '{"v": "a@b.co"}')

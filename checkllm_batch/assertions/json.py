@@ -14,7 +14,7 @@ import polars as pl
 import yaml
 
 from ._support.distinct import Outcome
-from ._support.jsonformats import AJV_FORMATS, with_number_formats
+from ._support.jsonformats import AJV_DIALECTS, AJV_FORMATS, AJV_KEYWORDS, ajv_spelled
 from ._support.jsontext import extract_json_objects, js_json_loads
 from .registry import CsvValue, Ctx, Kind, Value, Verdict, assertion, promptkit_names
 
@@ -36,10 +36,14 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
                          f"{getattr(e, 'problem', None) or e}") from None
     if not isinstance(schema, dict) and not (isinstance(value, str) and isinstance(schema, bool)):
         raise ValueError("the JSON Schema must be a mapping (or, as text, true or false)")
+    dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    if dialect is not None and str(dialect) not in AJV_DIALECTS:
+        raise ValueError(f"invalid JSON Schema: $schema {dialect!r} is not draft-07, the only "
+                         "dialect promptfoo's validator knows")
     try:
-        validator = jsonschema_rs.validator_for(
-            with_number_formats(schema), validate_formats=True, ignore_unknown_formats=False,
-            formats=AJV_FORMATS)
+        validator = jsonschema_rs.Draft7Validator(
+            ajv_spelled(schema), validate_formats=True, ignore_unknown_formats=False,
+            formats=AJV_FORMATS, keywords=AJV_KEYWORDS)
     except (jsonschema_rs.ValidationError, ValueError) as e:
         raise ValueError(f"invalid JSON Schema: {str(e).splitlines()[0]}") from None
 

@@ -3,11 +3,14 @@
 jsonschema-rs validates most formats as ajv-formats does (date, uri, hostname, ipv4/6,
 duration, json-pointer, ...). Where they differ, or where ajv-formats has a format
 jsonschema-rs lacks, the rule below replaces it; each follows ajv-formats' documented rule.
-An unknown format is an error in both (ajv's strict mode).
+An unknown format is an error in both (ajv's strict mode). Schemas are read as ajv's default
+dialect, draft-07 (AJV_DIALECTS), `multipleOf` is ajv's float division and `contentEncoding` /
+`contentMediaType` are annotations (AJV_KEYWORDS).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable
 
@@ -22,6 +25,11 @@ _HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 _UUID = re.compile(r"(?:urn:uuid:)?[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}", re.I | re.A)
 _BASE64_LINE = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
                           re.M | re.A)
+# ISO 8601 durations as ajv-formats takes them: whole numbers only, weeks on their own
+_DURATION = re.compile(r"P(?!\Z)(?:(?:\d+Y)?(?:\d+M)?(?:\d+D)?(?:T(?=\d)(?:\d+H)?(?:\d+M)?(?:\d+S)?)?"
+                       r"|(?:\d+W)?)", re.A)
+_POINTER_FRAGMENT = re.compile(r"#(?:/(?:[a-z0-9_\-.!$&'()*+,;:=@]|%[0-9a-f]{2}|~[01])*)*",
+                               re.I | re.A)
 _OCTET = r"(?:1?\d{1,2}|2[0-4]\d|25[0-5])"
 _PUBLIC_IPV4 = (r"(?!(?:10|127)(?:\.\d{1,3}){3})(?!(?:169\.254|192\.168)(?:\.\d{1,3}){2})"
                 r"(?!172\.(?:1[6-9]|2\d|3[01])(?:\.\d{1,3}){2})"
@@ -86,25 +94,75 @@ AJV_FORMATS: dict[str, Callable[[str], bool]] = {
     "iso-time": _time(False), "iso-date-time": _date_time(False),
     "email": lambda s: bool(_EMAIL.fullmatch(s)), "hostname": lambda s: bool(_HOSTNAME.fullmatch(s)), "uuid": lambda s: bool(_UUID.fullmatch(s)),
     "url": lambda s: bool(_URL.fullmatch(s)), "byte": lambda s: bool(_BASE64_LINE.search(s)),
-    "regex": _js_regex,
-    # OpenAPI formats: ajv-formats checks int32/int64 on numbers only (see with_number_formats)
+    "regex": _js_regex, "duration": lambda s: bool(_DURATION.fullmatch(s)),
+    "json-pointer-uri-fragment": lambda s: bool(_POINTER_FRAGMENT.fullmatch(s)),
+    # OpenAPI formats: ajv-formats checks int32/int64 on numbers only (see ajv_spelled)
     "int32": _always, "int64": _always, "float": _always, "double": _always,
     "password": _always, "binary": _always,
 }
 _INT_BOUNDS = {"int32": {"minimum": -(2 ** 31), "maximum": 2 ** 31 - 1}, "int64": {}}
+# formats jsonschema-rs knows that ajv-formats does not: ajv refuses them as unknown
+_NOT_AJV = frozenset({"idn-email", "idn-hostname", "iri", "iri-reference"})
+_DATA = frozenset({"const", "enum", "default", "examples"})  # keywords whose value is JSON data
 
 
-def with_number_formats(schema: Any) -> Any:
-    """`schema` with ajv-formats' number formats (`int32`, `int64`: a whole number, int32
-    within 32 bits) spelled as keywords, since jsonschema-rs checks formats on strings only."""
+def ajv_spelled(schema: Any) -> Any:
+    """`schema` with what ajv adds to draft-07 spelled as standard keywords: ajv-formats'
+    number formats (`int32`, `int64`: a whole number, int32 within 32 bits; jsonschema-rs
+    checks formats on strings only), and OpenAPI's `nullable: true` beside a `type`. A
+    format ajv-formats lacks is a ValueError, as in ajv's strict mode."""
     if isinstance(schema, list):
-        return [with_number_formats(s) for s in schema]
+        return [ajv_spelled(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: with_number_formats(v) for k, v in schema.items()}
+    out = {k: v if k in _DATA else ajv_spelled(v) for k, v in schema.items()}
     fmt = schema.get("format")
+    if fmt in _NOT_AJV:
+        raise ValueError(f"unknown format {fmt!r}")
     bounds = _INT_BOUNDS.get(fmt) if isinstance(fmt, str) else None
     if bounds is not None:
         rule = {"if": {"type": "number"}, "then": {"type": "integer", **bounds}}
         out["allOf"] = [*out.get("allOf", []), rule]
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if schema.get("nullable") is True and isinstance(kinds, list) and "null" not in kinds:
+        out["type"] = [*kinds, "null"]
     return out
+
+
+# the `$schema` values ajv's default instance knows; any other is an error there
+AJV_DIALECTS = frozenset({"http://json-schema.org/draft-07/schema#",
+                          "http://json-schema.org/draft-07/schema"})
+
+
+class _MultipleOf:
+    """ajv's `multipleOf`: a finite number passes when number / divisor, in doubles, is a
+    whole number that JavaScript prints without an exponent (below 1e21), so 0.3 is no
+    multiple of 0.1 and 2**53 + 1 (read as 2**53) is a multiple of 2."""
+
+    def __init__(self, parent_schema: dict[str, Any], value: Any, schema_path: list) -> None:
+        self.divisor = value
+
+    def validate(self, instance: Any) -> None:
+        if isinstance(instance, bool) or not isinstance(instance, (int, float)):
+            return
+        number = float(instance)
+        if math.isinf(number):  # ajv applies number keywords to finite numbers only
+            return
+        ratio = number / float(self.divisor)
+        if not (math.isfinite(ratio) and abs(ratio) < 1e21 and ratio.is_integer()):
+            raise ValueError(f"{instance} is not a multiple of {self.divisor}")
+
+
+class _Annotation:
+    """A keyword ajv knows but does not check (`contentEncoding: base64` takes any text)."""
+
+    def __init__(self, parent_schema: dict[str, Any], value: Any, schema_path: list) -> None:
+        pass
+
+    def validate(self, instance: Any) -> None:
+        pass
+
+
+AJV_KEYWORDS: dict[str, Any] = {"multipleOf": _MultipleOf, "contentEncoding": _Annotation,
+                                  "contentMediaType": _Annotation}

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from helpers_custom import parse_problems, results, run
 
-from checkllm_batch.assertions._support.scripts import normalise
+from checkllm_batch.assertions._support.scripts import ScriptError, normalise
 
-# (returned value, threshold, expected pass, expected score, reason fragment or None)
+# (returned value, threshold, expected pass, expected score, reason fragment or None),
+# as promptfoo 0.123.1 answers (tests/promptfoo_kit/unit-python.jsonl)
 NORMALISE = [
     (True, None, True, 1.0, None),
     (False, None, False, 0.0, None),
@@ -16,21 +17,18 @@ NORMALISE = [
     (0.7, None, True, 0.7, None),
     (0, None, False, 0.0, None),
     (-1, None, False, -1.0, None),  # promptfoo keeps the raw number as score
+    ("-1", None, False, -1.0, None),
     (0.4, 0.5, False, 0.4, None),
     (0.5, 0.5, True, 0.5, None),  # >= threshold, no epsilon
     ("0.5abc", None, True, 0.5, None),  # JavaScript parseFloat
     (" .25", None, True, 0.25, None),
-    ("abc", None, False, 0.0, "NaN"),
+    ("-Infinity", None, False, float("-inf"), None),
     ({"pass": True, "score": 0.3, "reason": "ok"}, 0.5, False, 0.3, "less than threshold"),
     ({"pass": True, "score": 0.3, "reason": "ok"}, None, True, 0.3, "ok"),
-    ('{"pass": true, "score": 0.3}', 0.5, True, 0.3, None),  # JSON text: threshold not applied
-    ({"pass_": False}, None, False, 0.0, None),
-    ({"pass": True}, None, True, 1.0, None),
-    ({"score": 0.0}, None, False, 0.0, None),
-    ({}, None, False, 0.0, "neither"),
-    (None, None, False, 0.0, "must return"),
-    ([1], None, False, 0.0, "must return"),
-    ("{not json", None, False, 0.0, "invalid GradingResult"),
+    ('{"pass": true, "score": 0.3, "reason": "r"}', 0.5, False, 0.3, "less than threshold"),
+    ({"pass_": False, "score": 0, "reason": "snake"}, None, False, 0.0, "snake"),
+    ({"pass": False, "pass_": True, "score": 1, "reason": "both"}, None, False, 1.0, "both"),
+    ({"pass": True, "score": 0, "reason": ""}, None, True, 0.0, None),
 ]
 
 
@@ -41,6 +39,25 @@ def test_normalise(value, threshold, passed, score, reason):
     assert got[1] == pytest.approx(score, abs=1e-6)
     if reason:
         assert reason in got[2]
+
+
+# results promptfoo cannot use: the row fails whatever the negation
+UNUSABLE = [
+    "abc", "", " true", "True ", ' {"pass": true, "score": 1, "reason": "r"}', "{not json",
+    "[1]", "null", None, [1], {}, {"pass": True}, {"pass": True, "score": 0.5},
+    {"score": 0.0, "reason": "r"}, {"pass": 1, "score": 1, "reason": "r"},
+    {"pass": True, "score": "1", "reason": "r"}, {"pass": True, "score": 1, "reason": 5},
+    {"pass": True, "score": 1, "reason": "r", "namedScores": 3},
+    {"pass": True, "score": 1, "reason": "r", "componentResults": {}},
+    {"pass": True, "score": 1, "reason": "r", "comment": 7},
+    float("nan"), float("inf"), {1, 2},
+]
+
+
+@pytest.mark.parametrize("value", UNUSABLE)
+def test_unusable_results_raise(value):
+    with pytest.raises(ScriptError):
+        normalise(value, None)
 
 
 # (code, output, vars, status, score)
@@ -55,6 +72,12 @@ INLINE = [
     ("x = len(output)\nreturn x > 3", "abc", {}, "fail", 0.0),
     ("{'pass': True, 'score': 0.25, 'reason': 'quarter'}", "x", {}, "pass", 0.25),
     ("'{{city}}' in output", "in Oslo", {"city": "Oslo"}, "pass", 1.0),  # value rendered per row
+    ("json.loads(output)['a'] == 1", '{"a": 1}', {}, "pass", 1.0),  # promptfoo imports json
+    ("if 'a' in output:\n\treturn 0.9\nreturn 0.1", "abc", {}, "pass", 0.9),  # tab indents
+    ("\nreturn True\n", "x", {}, "pass", 1.0),
+    ("True\n", "x", {}, "fail", 0.0),  # a newline makes a body, without `return`: None
+    ("context['test']['vars']['city']", "x", {"city": "Oslo"}, "fail", 0.0),  # not a number
+    ("context['test']['vars']['city'] == 'Oslo'", "x", {"city": "Oslo"}, "pass", 1.0),
 ]
 
 
@@ -81,6 +104,14 @@ def test_negation_flips_pass_and_score(tmp_path):
     got = results(tmp_path, {"type": "not-python", "value": "'x' in output"},
                   [{"output": "x"}, {"output": "y"}])
     assert [(r["status"], r["score"]) for r in got] == [("fail", 0.0), ("pass", 1.0)]
+
+
+def test_negation_keeps_a_broken_check_failing(tmp_path):
+    """promptfoo: "Python code execution failed" is not inverted by `not-`."""
+    got = results(tmp_path, {"type": "not-python", "value": "1 / len(output)"},
+                  [{"output": ""}, {"output": "abcd"}])
+    assert [(r["status"], r["score"]) for r in got] == [("fail", 0.0), ("fail", 0.75)]
+    assert "ZeroDivisionError" in got[0]["reason"]
 
 
 CHECKS = '''
@@ -125,6 +156,18 @@ def attr(df):
     return [o == "a" for o in df["output"]]
 attr.batch = True
 
+async def later(output, context):
+    return 0.25
+
+class Checks:
+    @staticmethod
+    def check(output, context):
+        return "a" in output
+
+@batch_check
+def not_numbers(df):
+    return pl.Series([float("nan"), 0.5, float("inf")])[: df.height]
+
 calls = []
 def counted(output, context):
     calls.append(output)
@@ -145,6 +188,9 @@ FILE_CASES = [
     (":wrong_length", None, ["fail"] * 3, [0.0] * 3, "returned 1 results for 3 rows"),
     (":raises", None, ["fail"] * 3, [0.0] * 3, "ValueError: bad batch"),
     (":attr", None, ["pass", "fail", "fail"], [1.0, 0.0, 0.0], None),
+    (":later", None, ["pass"] * 3, [0.25] * 3, None),  # async: run to its result
+    (":Checks.check", None, ["pass", "pass", "fail"], [1.0, 1.0, 0.0], None),
+    (":not_numbers", None, ["fail", "pass", "fail"], [0.0, 0.5, 0.0], None),
 ]
 
 

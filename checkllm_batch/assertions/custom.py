@@ -43,7 +43,7 @@ def python(ctx: Ctx) -> Verdict:
     return Verdict(result.struct.field("ok"),
                    pl.concat_str([pl.lit("pass the python check ("), source, pl.lit(")")]),
                    score=result.struct.field("score"), detail=result.struct.field("detail"),
-                   named=result.struct.field("named"))
+                   named=result.struct.field("named"), fails=result.struct.field("broken"))
 
 
 @assertion("expression", fields=("engine",), prepare=check_expression, templated=False,

@@ -4,16 +4,20 @@ A function marked with `@batch_check` receives the whole batch as a Polars DataF
 (`output`, `prompt`, `provider`, `tool_calls`, `vars` as a struct and each var as a column)
 and returns one result per row: the vectorised path. Any other function is called once per
 distinct case (output, vars, prompt, provider), the flagged row-wise fallback, with
-promptfoo's `(output, context)`. Results are normalised as promptfoo does (§5.17).
-An exception in user code fails that row's assertion with the message; it never stops a run.
+promptfoo's `(output, context)`. Results are normalised as promptfoo 0.123.1 does (§5.17).
+An exception in user code, or a result that is none of promptfoo's, fails that row's
+assertion with the message, `not-` included (promptfoo's "Python code execution failed");
+it never stops a run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import inspect
+import json
 import math
 import re
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +34,23 @@ from .values import RowValues
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
-RESULT: dict[str, PolarsDataType] = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String, "named": NAMED_SCORES}
+# broken: no verdict (an exception, an unusable result): fails whatever the negation
+RESULT: dict[str, PolarsDataType] = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String,
+                                     "named": NAMED_SCORES, "broken": pl.Boolean}
 Result = tuple[bool | None, float | None, str | None, list[dict] | None]  # named: namedScores
-_FLOAT = re.compile(r"^\s*[+-]?(Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
+_FLOAT = re.compile(r"^\s*([+-]?(?:Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))")
+_INDENT = re.compile(r"^(?!\s*$)\s+", re.MULTILINE)  # the first indented line's indent
+_MUST_RETURN = "Python check must return a bool, a number or a {pass, score, reason} dict"
+_SNAKE = {"pass_": "pass", "named_scores": "namedScores", "component_results": "componentResults",
+          "tokens_used": "tokensUsed"}
+# promptfoo's isGradingResult: what each key must be when present (pass, score, reason: always)
+_OPTIONAL = {"namedScores": (dict, list, type(None)), "namedScoreWeights": (dict, list, type(None)),
+             "tokensUsed": (dict, list, type(None)), "componentResults": (list,),
+             "assertion": (dict, type(None)), "comment": (str,)}
+
+
+class ScriptError(ValueError):
+    """A script result promptfoo cannot use: the row fails, `not-` included."""
 
 
 def batch_check(fn: Callable) -> Callable:
@@ -58,10 +76,12 @@ def load_script(value: Any, spec: Any = None) -> Script:
         raise ValueError("value must be Python code or file://checks.py[:function]")
     if value.startswith("file://"):
         return _from_file(value[len("file://"):])
-    code = value.rstrip()
-    lines = textwrap.dedent(code).strip("\n")
-    body = f"    return {lines.strip()}\n" if "\n" not in lines else textwrap.indent(lines, "    ")
-    namespace: dict[str, Any] = {}
+    if "\n" in value:  # a function body, each line indented like its first indented line
+        indent = m.group(0) if (m := _INDENT.search(value)) else "    "
+        body = "".join(f"{indent}{line}\n" for line in value.split("\n"))
+    else:
+        body = f"    return {value}\n"
+    namespace: dict[str, Any] = {"json": json}  # promptfoo's wrapper imports json
     try:
         exec(compile(  # noqa: S102  (the user's own check, from their suite)
             "def main(output, context):\n" + body, "<python assertion>", "exec"), namespace)
@@ -89,54 +109,58 @@ def _from_file(ref: str) -> Script:
         except Exception as e:  # noqa: BLE001  (user code: report where, at parse time)
             raise ValueError(f"file://{ref}: cannot import: {type(e).__name__}: {e}") from None
         _MODULES[key] = module
-    fn = getattr(_MODULES[key], name or "get_assert", None)
+    fn: Any = _MODULES[key]
+    for part in (name or "get_assert").split(".", 1):  # promptfoo: `Class.method` too
+        fn = getattr(fn, part, None)
     if not callable(fn):
         raise ValueError(f"file://{ref}: no function {name or 'get_assert'!r} in {file.name}")
-    return Script(fn, is_batch(fn), f"{file.name}:{fn.__name__}")
+    return Script(fn, is_batch(fn), f"{file.name}:{name or fn.__name__}")
 
 
 def normalise(result: Any, threshold: float | None) -> Result:
-    """promptfoo's script result normalisation (§5.17): (passed, score, reason)."""
+    """promptfoo's script result normalisation (§5.17): (passed, score, reason, named).
+    Raises ScriptError for a result promptfoo fails on."""
+    try:
+        json.dumps(result, allow_nan=False)  # promptfoo reads the result as JSON
+    except (TypeError, ValueError) as e:
+        raise ScriptError(f"the result is not JSON: {e}") from None
     if isinstance(result, bool):
         return result, float(result), None, None
     if isinstance(result, str):
-        text = result.strip()
-        if text.lower() in ("true", "false"):
-            return text.lower() == "true", float(text.lower() == "true"), None, None
-        if text.startswith("{"):
+        if result.lower() in ("true", "false"):  # as is: " true" is no boolean
+            return result.lower() == "true", float(result.lower() == "true"), None, None
+        if result.startswith("{"):
             try:
-                return _grading(orjson.loads(text), None)
+                return _grading(orjson.loads(result), threshold)
             except orjson.JSONDecodeError as e:
-                return False, 0.0, f"invalid GradingResult JSON: {e}", None
-        m = _FLOAT.match(text)
-        result = float(m.group(1).replace("Infinity", "inf")) if m else math.nan
+                raise ScriptError(f"invalid GradingResult JSON: {e}") from None
+        m = _FLOAT.match(result)  # JavaScript's parseFloat
+        if m is None:
+            raise ScriptError(f"{_MUST_RETURN}, got the text {result[:80]!r}")
+        result = float(m.group(1).replace("Infinity", "inf"))
     if isinstance(result, dict):
         return _grading(result, threshold)
-    if isinstance(result, (int, float)) and not math.isnan(result):
+    if isinstance(result, (int, float)):
         score = float(result)
         return (score > 0 if threshold is None else score >= threshold), score, None, None
-    if isinstance(result, float):
-        return False, 0.0, "Python check returned a number that is NaN", None
-    return False, 0.0, ("Python check must return a bool, a number or a GradingResult dict, "
-                        f"got {type(result).__name__}"), None
+    raise ScriptError(f"{_MUST_RETURN}, got {type(result).__name__}")
 
 
-def _grading(result: Any, threshold: float | None) -> Result:
-    if not isinstance(result, dict):
-        return False, 0.0, "GradingResult must be a JSON object", None
-    passed = result.get("pass", result.get("pass_"))
-    score = result.get("score")
-    reason = result.get("reason")
-    if passed is None and score is None:
-        return False, 0.0, "GradingResult has neither `pass` nor `score`", None
-    if not isinstance(score, (int, float)) or isinstance(score, bool):
-        score = 1.0 if passed else 0.0
-    passed = bool(passed) if passed is not None else score > 0
+def _grading(result: dict, threshold: float | None) -> Result:
+    """A GradingResult as promptfoo checks it: `pass` a bool, `score` a number, `reason` a
+    string (snake_case keys accepted); the threshold fails a lower score."""
+    result = {**{camel: result[snake] for snake, camel in _SNAKE.items()
+                 if snake in result and camel not in result}, **result}
+    passed, score, reason = result.get("pass"), result.get("score"), result.get("reason")
+    if not (isinstance(passed, bool) and isinstance(score, (int, float))
+            and not isinstance(score, bool) and isinstance(reason, str)
+            and all(isinstance(result[k], kinds) for k, kinds in _OPTIONAL.items() if k in result)):
+        raise ScriptError(f"{_MUST_RETURN}, got {orjson.dumps(result, default=str).decode()[:200]}")
     named = _named_scores(result.get("namedScores"))
     if threshold is not None and score < threshold:
         return False, float(score), f"Python score {score:g} is less than threshold {threshold:g}" \
             + (f": {reason}" if reason else ""), named
-    return passed, float(score), None if reason is None else str(reason), named
+    return passed, float(score), reason or None, named
 
 
 def _named_scores(value: Any) -> list[dict] | None:
@@ -149,29 +173,46 @@ def _named_scores(value: Any) -> list[dict] | None:
 
 
 def _call_rows(script: Script, threshold: float | None, config: Any, rows: list[dict]) -> dict:
-    out: dict[str, list] = {"ok": [], "score": [], "detail": [], "named": []}
+    out: dict[str, list] = {name: [] for name in RESULT}
     for row in rows:  # row-wise: user Python code, once per distinct case
         try:
             value = caseframe.output_value(row.get("output"), row.get("output_kind"))
-            result = normalise(script.fn(value, caseframe.context(row, config)), threshold)
+            returned = script.fn(value, _context(row, config))
+            if inspect.iscoroutine(returned):  # an async check, as promptfoo runs it
+                returned = asyncio.run(returned)
+            result = (*normalise(returned, threshold), False)
         except Exception as e:  # noqa: BLE001  (user code: fail this row with the message)
-            result = (False, 0.0, f"Python code execution failed: {type(e).__name__}: {e}", None)
+            result = _broken(e)
         for name, v in zip(out, result):
             out[name].append(v)
     return out
 
 
+def _context(row: dict, config: Any) -> dict:
+    """promptfoo's context; its `test` carries the vars too, as promptfoo's test case does."""
+    context = caseframe.context(row, config)
+    context["test"]["vars"] = context["vars"]
+    return context
+
+
+def _broken(e: Exception) -> tuple:
+    """A row without a verdict: it fails with the message, `not-` included."""
+    what = str(e) if isinstance(e, ScriptError) else f"{type(e).__name__}: {e}"
+    return False, 0.0, f"Python code execution failed: {what}", None, True
+
+
 def _call_rendered(scripts: RowValues, threshold: float | None, config: Any, rows: list[dict]
                    ) -> dict:
     """Each row with the script its own vars rendered (a batch function needs one script)."""
-    out: dict[str, list] = {"ok": [], "score": [], "detail": [], "named": []}
+    out: dict[str, list] = {name: [] for name in RESULT}
     for row in rows:  # row-wise: user Python code, once per distinct case
         script, error = scripts.prepared(row[caseframe.SCRIPT])
         if script is not None and script.batch:
             script, error = None, "a batch check cannot be a template"
         result: dict[str, list] = (
             _call_rows(script, threshold, config, [row]) if script is not None
-            else {"ok": [None], "score": [None], "detail": [error], "named": [None]})
+            else {"ok": [None], "score": [None], "detail": [error], "named": [None],
+                  "broken": [None]})
         for name, values in result.items():
             out[name] += values
     return out
@@ -187,7 +228,8 @@ def _call_batch(script: Script, threshold: float | None, rows: pl.Series) -> pl.
     except Exception as e:  # noqa: BLE001  (user code: fail every row of the batch)
         return pl.DataFrame({"ok": [False] * frame.height, "score": [0.0] * frame.height,
                              "detail": [f"{script.source} failed: {type(e).__name__}: {e}"]
-                             * frame.height, "named": [None] * frame.height},
+                             * frame.height, "named": [None] * frame.height,
+                             "broken": [True] * frame.height},
                             schema=RESULT).to_struct()
     return batch_result(series, threshold).to_struct()
 
@@ -198,23 +240,37 @@ def batch_result(series: pl.Series, threshold: float | None) -> pl.DataFrame:
     if series.dtype == pl.Boolean:
         frame = pl.DataFrame({"r": series}).select(
             ok=pl.col("r"), score=pl.col("r").cast(pl.Float64),
-            detail=pl.when(pl.col("r").is_null()).then(null), named=pl.lit(None, NAMED_SCORES))
+            detail=pl.when(pl.col("r").is_null()).then(null), named=pl.lit(None, NAMED_SCORES),
+            broken=pl.lit(False))
     elif series.dtype.is_numeric():
         r = pl.col("r").cast(pl.Float64)
         ok = r > 0 if threshold is None else r >= threshold
         frame = pl.DataFrame({"r": series}).select(
             ok=pl.when(r.is_nan()).then(False).otherwise(ok), score=r.fill_nan(0.0),
-            detail=pl.when(r.is_null()).then(null), named=pl.lit(None, NAMED_SCORES))
+            detail=pl.when(r.is_null()).then(null), named=pl.lit(None, NAMED_SCORES),
+            broken=(r.is_nan() | r.is_infinite()).fill_null(False))  # promptfoo: no JSON
     else:  # dicts / strings: promptfoo's normalisation, once per distinct value
         def normalised(uniq: pl.Series) -> pl.DataFrame:
-            values = [None if v is None else normalise(v, threshold)
+            values = [_settled(v, threshold)
                       for v in uniq.to_list()]  # per-distinct: user results, read in Python
-            return pl.DataFrame([v or (None, None, "the check returned null for this row",
-                                       None) for v in values], schema=RESULT, orient="row")
+            return pl.DataFrame(values, schema=RESULT, orient="row")
         frame = (per_distinct(series, normalised) if series.dtype != pl.Object
                  else normalised(series))
     return frame.select(pl.col("ok").cast(pl.Boolean), pl.col("score").cast(pl.Float64),
-                        pl.col("detail").cast(pl.String), pl.col("named").cast(NAMED_SCORES))
+                        pl.col("detail").cast(pl.String), pl.col("named").cast(NAMED_SCORES),
+                        pl.col("broken").cast(pl.Boolean))
+
+
+def _settled(value: Any, threshold: float | None) -> tuple:
+    """One batch result as a RESULT row: null is an error; a struct's null fields are absent."""
+    if value is None:
+        return None, None, "the check returned null for this row", None, False
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if v is not None}
+    try:
+        return (*normalise(value, threshold), False)
+    except ScriptError as e:
+        return _broken(e)
 
 
 def script_runner(ctx: Ctx, config: Any) -> Callable[[pl.Series], pl.Series]:

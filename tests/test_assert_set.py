@@ -122,3 +122,14 @@ def test_migrations_add_columns_to_an_older_database(tmp_path, monkeypatch):
     schema.migrate(con)  # views that read assertion_results do not block the ALTERs
     columns = [c[0] for c in con.sql("DESCRIBE assertion_results").fetchall()]
     assert columns[-2:] == ["parent_index", "named_scores"]
+
+
+def test_the_score_adds_members_in_order_as_promptfoo_does(tmp_path):
+    """promptfoo 0.123.1: weights 0.7, 0.1, 0.2 pass and 0.3 fails: (0.7+0.1+0.2) / (0.7+0.1+
+    0.2+0.3) added left to right is 0.7692307692307692, below a threshold of ...693."""
+    members = [{"type": "contains", "value": "a", "weight": w} for w in (0.7, 0.1, 0.2)]
+    members.append({"type": "contains", "value": "zzz", "weight": 0.3})
+    r = run(tmp_path, [{"type": "assert-set", "threshold": 0.7692307692307693,
+                        "assert": members}], [{"output": "a"}])
+    top = r.assertion_results.filter(pl.col("parent_index").is_null())
+    assert top.select("status", "score").rows() == [("fail", 0.7692307692307692)]

@@ -16,7 +16,8 @@ from checkllm_batch.spec.parse import load_suite
 
 def run_assertion(tmp_path: Path, assertion: dict[str, Any], rows: list[dict[str, Any]]
                   ) -> list[dict[str, Any]]:
-    """status / pass / score / reason of `assertion` on each row (a dict of outputs columns)."""
+    """status / pass / score / reason of `assertion` on each row (a dict of outputs columns);
+    for an assert-set, the set's own result (its members' rows are left out)."""
     suite_file = tmp_path / "suite.yaml"
     suite_file.write_text(yaml.safe_dump({"assert": [assertion]}), encoding="utf-8")
     plan = build_plan(load_suite(suite_file))
@@ -24,4 +25,5 @@ def run_assertion(tmp_path: Path, assertion: dict[str, Any], rows: list[dict[str
     batch = frame.to_arrow().to_batches()[0]
     cases = CaseBuilder(plan, batch.schema, "<rows>").build(batch, 0)
     results, _ = evaluate_batch(plan, cases)
-    return results.sort("case_id").select("status", "pass", "score", "reason").to_dicts()
+    top = results.filter(pl.col("parent_index").is_null())
+    return top.sort("case_id").select("status", "pass", "score", "reason").to_dicts()

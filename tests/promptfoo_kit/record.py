@@ -7,6 +7,8 @@
 (/work/shared/tools/promptfoo-offline, its `verbatim` provider returns the output as is);
 the output file gets one line per case with promptfoo's pass, score and reason beside it.
 Rows we decide to grade differently keep promptfoo's answer and say why in "differs".
+A suite promptfoo refuses when it loads it (a schema error) gives every case that error:
+record such a case on its own.
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ def grade(cases: list[dict]) -> list[dict]:
     (work / "c.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
     cmd = (f"source {KIT}/env.sh && cd {work} && promptfoo eval -c c.yaml -o out.json "
            "--no-write --no-cache --no-table --no-share -j 1")
-    subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=False)
+    run = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=False)
+    if not (work / "out.json").exists():  # refused at load: no case was graded
+        error = next((line for line in run.stderr.splitlines() if line.startswith(
+            ("Error", "AssertValidationError"))), "promptfoo refused the suite")
+        return [{"pass": None, "score": None, "reason": error[:300]} for _ in cases]
     results = json.loads((work / "out.json").read_text())["results"]["results"]
     return [_verdict(r) for r in sorted(results, key=lambda r: r["testIdx"])]
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import operator
+import random
+
 import polars as pl
 import pytest
+from conftest import write_suite
 from helpers_custom import parse_problems, run
+
+import checkllm_batch as cb
 
 # promptfoo's worked example (§10.1) as the members of a set.
 EXAMPLE = [{"type": "equals", "value": "Hello world", "weight": 2},
@@ -133,3 +140,23 @@ def test_the_score_adds_members_in_order_as_promptfoo_does(tmp_path):
                         "assert": members}], [{"output": "a"}])
     top = r.assertion_results.filter(pl.col("parent_index").is_null())
     assert top.select("status", "score").rows() == [("fail", 0.7692307692307692)]
+
+
+def test_a_tests_score_adds_its_assertions_in_order_too(tmp_path):
+    """The test's own score, over top-level assertions, adds as promptfoo does: the same
+    weights give 0.7692307692307692 (...693 if added in another order), below the threshold."""
+    asserts = [{"type": "contains", "value": "a", "weight": w} for w in (0.7, 0.1, 0.2)]
+    asserts.append({"type": "contains", "value": "zzz", "weight": 0.3})
+    path = write_suite(tmp_path, {"tests": [{"threshold": 0.7692307692307693,
+                                             "assert": asserts}]})
+    tests = cb.evaluate(cb.load(path), pl.DataFrame({"output": ["a"]})).test_results
+    assert tests.select("status", "score").rows() == [("fail", 0.7692307692307692)]
+
+
+def test_a_list_sum_adds_left_to_right():
+    """in_order relies on it: Polars' list.sum is the sequential sum, up to long lists."""
+    rng = random.Random(7)
+    lists = [[rng.choice([0.1, 0.2, 0.3, 0.7, 1 / 3, rng.random()]) for _ in range(n)]
+             for n in [*range(1, 40), 130, 600]]
+    assert pl.Series(lists).list.sum().to_list() == [functools.reduce(operator.add, v)
+                                                     for v in lists]

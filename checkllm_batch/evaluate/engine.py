@@ -21,7 +21,7 @@ from ..spec import template
 from .outcome import RESULT_SCHEMA, Reasons, Stop, outcome, stopped
 from .plan import Plan, Planned
 from .sets import combine_sets
-from .verdict import verdict
+from .verdict import in_order, verdict
 
 JudgeHook = Callable[[Planned, pl.DataFrame], pl.DataFrame]
 
@@ -171,7 +171,7 @@ def combine_tests(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame) -> pl.
     agg = scoring.group_by("case_id").agg(
         errors=(pl.col("status") == "error").sum(),
         all_pass=(pl.col("status") == "pass").all(),
-        score=(pl.col("score") * pl.col("weight")).sum() / pl.col("weight").sum(),
+        score=in_order(pl.col("score") * pl.col("weight")) / in_order(pl.col("weight")),
         first_error=pl.col("reason").filter(pl.col("status") == "error").first(),
         first_fail=pl.col("reason").filter(pl.col("status") == "fail").first())
     thresholds = pl.DataFrame(

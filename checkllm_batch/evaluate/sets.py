@@ -9,24 +9,18 @@ from __future__ import annotations
 
 import polars as pl
 
-from .verdict import verdict
-
-
-def _in_order(x: pl.Expr) -> pl.Expr:
-    """The sum of x taken member by member, as promptfoo adds each result to its total:
-    Polars' sum adds in another order, and the last bit of a score can cross a threshold."""
-    return x.fill_null(0.0).cum_sum().last()
+from .verdict import in_order, verdict
 
 
 def combine_sets(sets: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     """One result row per (case, assert-set), with the columns of `results`."""
     members = results.filter(pl.col("parent_index").is_not_null())
     scoring = members.filter(~pl.col("metric_only")).sort("case_id", "assertion_index")
-    weight = _in_order(pl.col("weight"))
+    weight = in_order(pl.col("weight"))
     agg = scoring.group_by("case_id", "test_index", "parent_index").agg(
         errors=(pl.col("status") == "error").sum(),
         all_pass=(pl.col("status") == "pass").all(),
-        score=pl.when(weight > 0).then(_in_order(pl.col("score") * pl.col("weight")) / weight)
+        score=pl.when(weight > 0).then(in_order(pl.col("score") * pl.col("weight")) / weight)
         .otherwise(0.0),
         first_error=pl.col("reason").filter(pl.col("status") == "error").first(),
         first_fail=pl.col("reason").filter(pl.col("status") == "fail").first())

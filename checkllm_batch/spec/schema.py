@@ -19,6 +19,8 @@ Str = Annotated[str, _Strict()]
 Bool = Annotated[bool, _Strict()]
 Int = Annotated[int, _Strict()]
 Number = Annotated[float, _Strict(), Field(allow_inf_nan=False)]
+# a threshold may be left out, not given as null (promptfoo refuses `threshold: null`)
+NO_THRESHOLD: Any = Field(default=None)
 Mapping = dict[Str, Any]
 STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, populate_by_name=False)
 
@@ -71,7 +73,7 @@ class DefaultTest(_Model):
 
     vars: Mapping | None = None
     assert_: list[Any] | None = Field(None, alias="assert")
-    threshold: Number | None = None
+    threshold: Number = NO_THRESHOLD
     options: Options | None = None
     metadata: Mapping | None = None
     provider: Any = None
@@ -95,7 +97,7 @@ class Assertion(BaseModel):
 
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
     type: Str
-    threshold: Number | None = None
+    threshold: Number = NO_THRESHOLD
     weight: Annotated[float, _Strict(), Field(ge=0, allow_inf_nan=False)] = 1.0
     metric: Annotated[str, _Strict(), Field(min_length=1)] | None = None
     metricOnly: Bool | None = None

@@ -80,7 +80,8 @@ def rubric(text: str, threshold: float | None) -> Outcome:
     score = unit_score(obj["score"]) if obj.get("score") is not None else None
     passed = boolean(obj["pass"]) if score is None or "pass" in obj \
         else score >= (threshold or 0.5)
-    score = score if score is not None else float(passed)
+    if score is None:  # {"pass": true, "score": null} scores 0, as in promptfoo
+        score = 0.0 if "score" in obj else float(passed)
     if threshold is not None and score < threshold:
         return False, score, f"Score {score:g} below threshold {threshold:g}: {obj.get('reason')}"
     return passed, score, _reason(obj.get("reason"))
@@ -122,14 +123,16 @@ FACTUALITY_KEYS = {"A": "subset", "B": "superset", "C": "agree", "D": "disagree"
 
 
 def factuality(text: str, scores: dict[str, float]) -> Outcome:
-    reason = None
+    reason, category = None, None
     try:
         obj = first_json_object(text)
-        category = str(obj.get("category", "")).strip().upper()
-        reason = obj.get("reason")
+        if isinstance(obj.get("category"), str) and obj["category"]:
+            category, reason = obj["category"].strip().upper(), obj.get("reason")
     except Unparsable:
-        m = re.search(r"\(([A-Ea-e])\)|\b([A-Ea-e])\)", text)
-        category = (m.group(1) or m.group(2)).upper() if m else ""
+        pass
+    if category is None:  # no JSON verdict: the first "(X)" or "X)", as promptfoo reads it
+        m = re.search(r"\(?([A-Ea-e])\)", text)
+        category = m.group(1).upper() if m else ""
     if category not in FACTUALITY_KEYS:
         raise Unparsable(f"factuality reply has no category A-E: {snippet(text)}")
     default = 0.0 if category == "D" else 1.0
@@ -146,8 +149,9 @@ def geval_steps(text: str) -> list[str]:
                 steps = json.loads(line[start:end + 1])["steps"]
             except (ValueError, KeyError, TypeError):
                 break
-            if isinstance(steps, list) and steps:
-                return [str(s) for s in steps]
+            if isinstance(steps, list) and steps and all(
+                    isinstance(s, str) and s.strip() for s in steps):
+                return steps
             break
     raise Unparsable(f'g-eval steps reply has no one-line {{"steps": [...]}}: {snippet(text)}')
 
@@ -161,12 +165,26 @@ def geval_score(text: str, max_score: int = 10) -> tuple[float, str | None]:
             except ValueError:
                 continue
             if isinstance(obj, dict) and "score" in obj:
-                raw = obj["score"]
-                if isinstance(raw, bool) or not isinstance(raw, (int, float)) \
-                        or not 0 <= raw <= max_score:
-                    raise Unparsable(f"g-eval score {raw!r} is not a number in [0, {max_score}]")
-                return raw / max_score, _reason(obj.get("reason"))
+                raw = _number(obj["score"])
+                if raw is None or not 0 <= raw <= max_score:
+                    raise Unparsable(f"g-eval score {obj['score']!r} is not a number in "
+                                     f"[0, {max_score}]")
+                if not isinstance(obj.get("reason"), str) or not obj["reason"].strip():
+                    raise Unparsable(f"g-eval reply has no reason: {snippet(text)}")
+                return raw / max_score, obj["reason"]
     raise Unparsable(f'g-eval reply has no one-line {{"score": ...}}: {snippet(text)}')
+
+
+def _number(value: Any) -> float | None:
+    """A finite number, or a numeric string (promptfoo's Number()); else None."""
+    if isinstance(value, str) and value.strip():
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def attributed(text: str) -> float:
@@ -177,23 +195,51 @@ def attributed(text: str) -> float:
     return sum("[attributed]" in ln for ln in classified) / len(classified)
 
 
-def extracted_lines(text: str) -> int:
+_MARKER_ONLY = re.compile(r"^\d+[.)]$")
+_LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*])\s*")
+
+
+def lines(text: str) -> list[str]:
+    """The non-blank lines, as they are (promptfoo's splitIntoSentences)."""
+    return [ln for ln in text.split("\n") if ln.strip()]
+
+
+def sentences(text: str) -> list[str]:
+    """Units of a text: its non-blank lines when it has two or more, else its sentences
+    (split after . ! ?); bare list markers ("1.") are no unit."""
+    found = lines(text)
+    parts = found if len(found) > 1 else re.split(r"(?<=[.!?])\s+", text)
+    return [p.strip() for p in parts if p.strip() and not _MARKER_ONLY.match(p.strip())]
+
+
+def relevant_units(text: str, context: str, presegmented: bool) -> int:
+    """context-relevance: distinct units the judge quoted (by line for a context given by line
+    or chunk, else by sentence); 0 for "Insufficient Information". A reply quoting nothing of
+    the context is unreadable."""
     if "Insufficient Information" in text:
         return 0
-    return sum(1 for ln in text.splitlines() if ln.strip())
+    quoted = set(lines(text) if presegmented else sentences(text))
+    flat = " ".join(context.lower().split())
+    if quoted and not any(" ".join(_LIST_MARKER.sub("", q, count=1).lower().split()) in flat
+                          for q in quoted):
+        raise Unparsable(f"context-relevance reply quotes nothing of the context: {snippet(text)}")
+    return len(quoted)
 
 
 def nli_supported(text: str, statements: int) -> float:
-    low = text.lower()
+    """Share of statements supported; a statement without a verdict is unsupported."""
+    low = text.lower().strip()
     marker = "final verdict for each statement in order:"
     if marker in low:
-        verdicts = [p for p in low.split(marker, 1)[1].split(".") if p.strip()]
-        unsupported = sum("yes" not in v for v in verdicts)
+        verdicts = [p for p in low[low.index(marker) + len(marker):].split(".") if p.strip()]
+        if not verdicts or not all(re.search(r"\b(?:yes|no)\b", v) for v in verdicts):
+            raise Unparsable(f"faithfulness reply has unreadable verdicts: {snippet(text)}")
+        unsupported = sum("yes" not in v for v in verdicts) + max(0, statements - len(verdicts))
     else:
         no, yes = low.count("verdict: no"), low.count("verdict: yes")
         if not no and not yes:
             raise Unparsable(f"faithfulness reply has no verdicts: {snippet(text)}")
-        unsupported = no
+        unsupported = no + max(0, statements - no - yes)
     return min(1.0, max(0.0, 1.0 - unsupported / statements))
 
 

@@ -11,7 +11,8 @@ request messages (for types whose calls may run in any order); and optionally "p
 A local OpenAI-compatible server on 127.0.0.1 answers the grader. It picks a case's replies by
 the request path: case i's grading provider is `openai:chat:gpt-4o-mini` with the base URL
 `http://127.0.0.1:PORT/c<i>/v1` (set in the test's options, never in the stored case), so
-every case has its own queue whatever order promptfoo grades in. The messages promptfoo sent
+every case has its own queue whatever order promptfoo grades in. Embeddings (answer-relevance)
+are tests/judge_server.py's `vector` of each input, as our tests' judge gives them. The messages promptfoo sent
 are kept in the row as "promptfoo_request" when they are short (custom prompts).
 """
 
@@ -29,6 +30,9 @@ from typing import Any
 
 import yaml
 from record import KIT, _verdict
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from judge_server import vector  # noqa: E402
 
 SHORT = 1500  # characters of request messages kept in a row
 
@@ -69,15 +73,24 @@ class ScriptedJudge:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+                if self.path.endswith("/embeddings"):
+                    inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    return self._send({"object": "list", "model": body.get("model"), "data": [
+                        {"object": "embedding", "index": i, "embedding": vector(t)}
+                        for i, t in enumerate(inputs)], "usage": {"prompt_tokens": 1,
+                                                                  "total_tokens": 1}})
                 case = int(self.path.split("/")[1][1:])
                 text = judge.answer(case, body)
-                data = json.dumps({
+                self._send({
                     "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
                     "model": body.get("model"),
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }).encode()
+                })
+
+            def _send(self, payload: dict) -> None:
+                data = json.dumps(payload).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
@@ -93,8 +106,10 @@ def grade(cases: list[dict]) -> tuple[list[dict], list[list[Any]]]:
     tests = []
     for i, case in enumerate(cases):
         out = case["output"].encode("utf-8", "surrogatepass")
-        provider = {"id": "openai:chat:gpt-4o-mini",
-                    "config": {"apiBaseUrl": judge.url(i), "apiKey": "x"}}
+        config = {"apiBaseUrl": judge.url(i), "apiKey": "x"}
+        provider = {"text": {"id": "openai:chat:gpt-4o-mini", "config": config},
+                    "embedding": {"id": "openai:embedding:text-embedding-3-large",
+                                  "config": config}}
         tests.append({"vars": {"out_b64": base64.b64encode(out).decode(),
                                "pf_prompt": case.get("prompt", "x"), **case.get("vars", {})},
                       "options": {**case.get("options", {}), "provider": provider},

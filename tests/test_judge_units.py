@@ -39,6 +39,13 @@ RUBRIC_CASES = [
     ("", None, E),
     ('{"pass": true, "score": "NaN"}', None, E),
     ('{"pass": true, "score": 1, "reason": "très bien ✓"}', None, (True, 1.0)),
+    # read as promptfoo reads a judge's object: a YAML flow mapping, missing braces closed
+    ("{pass: true, score: 0.9, reason: unquoted}", None, (True, 0.9)),
+    ("{'pass': false, 'score': 0.2}", None, (False, 0.2)),
+    ('{"pass": true, "score": 0.8,}', None, (True, 0.8)),
+    ('{"pass": false, "score": 0.3', None, (False, 0.3)),
+    ('{"pass": true, "score": 0.6, // a comment\n "reason": "c"}', None, (True, 0.6)),
+    ('{ "pass": true, "reason": "unterminated string', None, E),
 ]
 
 
@@ -251,7 +258,7 @@ def multi_step(r):
         return "What is the capital?"
     if "[Attributed]" in text:
         return "1. x [Attributed]"
-    return "line one\nline two"
+    return "a\nb"  # context-relevance: two of the lines of the context "a\nb\nc\nd"
 
 
 def test_multi_step_types(tmp_path):
@@ -260,8 +267,7 @@ def test_multi_step_types(tmp_path):
                "  query: capital?\n"
                "- type: answer-relevance\n  query: capital?\n"
                "- type: context-recall\n  value: Paris\n  context: Paris is the capital.\n"
-               "- type: context-relevance\n"
-               "  context: \"line one\\nline two\\nline three\\nline four\"\n  query: q\n")
+               "- type: context-relevance\n  context: \"a\\nb\\nc\\nd\"\n  query: q\n")
     result, j = run(tmp_path, asserts, ["Paris"], judge=multi_step)
     got = result.assertion_results.select("type", "status", pl.col("score").round(6)).rows()
     assert got == [("g-eval", "pass", 0.9), ("context-faithfulness", "pass", 0.5),

@@ -8,6 +8,8 @@ import math
 import re
 from typing import Any
 
+import yaml
+
 Outcome = tuple[bool | None, float | None, str | None]  # (passed, score, reason); None: error
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 _TRUE, _FALSE = {"true", "yes", "pass", "y"}, {"false", "no", "fail", "n"}
@@ -28,8 +30,18 @@ def failure(reply: Any) -> str | None:
 
 
 def first_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in the reply: whole text, a code fence, or embedded."""
-    for candidate in [text, *_FENCE.findall(text)]:
+    """The first JSON object in the reply: the whole text, else the first object promptfoo
+    finds (read leniently, as below), else one in a code fence or embedded."""
+    try:
+        value = json.loads(text)
+        if isinstance(value, dict):
+            return value
+    except ValueError:
+        pass
+    found = _lenient_object(text)
+    if found is not None:
+        return found
+    for candidate in _FENCE.findall(text):
         try:
             value = json.loads(candidate)
         except ValueError:
@@ -45,6 +57,37 @@ def first_json_object(text: str) -> dict[str, Any]:
         if isinstance(value, dict):
             return value
     raise Unparsable(f"no JSON object in judge reply: {snippet(text)}")
+
+
+def _lenient_object(text: str) -> dict[str, Any] | None:
+    """promptfoo's reading of a judge's JSON: from each "{", the text up to where the braces
+    (counted naively) balance, or to the end with the missing "}" added, read as a YAML flow
+    mapping (unquoted keys, single quotes, trailing commas, // comments); the first that reads
+    as an object wins."""
+    for start in (i for i, c in enumerate(text) if c == "{"):
+        depth = 0
+        for end in range(start, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            if depth and end < len(text) - 1:
+                continue
+            value = _flow_mapping(text[start:end + 1] + "}" * depth)
+            if isinstance(value, dict):
+                return value
+            break
+    return None
+
+
+def _flow_mapping(candidate: str) -> Any:
+    try:
+        return json.loads(candidate)
+    except ValueError:
+        pass
+    lines = [re.sub(r'^((?:[^"/]|"(?:[^"\\]|\\.)*"|/(?!/))*?)(?<!:)//', r"\1 #", ln)
+             for ln in candidate.split("\n")]
+    try:
+        return yaml.safe_load("\n".join(lines))
+    except yaml.YAMLError:
+        return None
 
 
 def snippet(text: str | None, size: int = 80) -> str:

@@ -34,10 +34,18 @@ RUBRIC_CASES = [
     ('{"score": null, "reason": "x"}', None, E),
     ('{"score": null, "reason": "x"}', 0.6, E),
     ('{"pass": false, "score": null}', None, (False, 0.0)),
+    ('{"pass": true, "score": null}', None, (True, 0.0)),  # promptfoo: Number(null) is 0
     ("I think it passes.", None, E),
     ("", None, E),
     ('{"pass": true, "score": "NaN"}', None, E),
     ('{"pass": true, "score": 1, "reason": "très bien ✓"}', None, (True, 1.0)),
+    # read as promptfoo reads a judge's object: a YAML flow mapping, missing braces closed
+    ("{pass: true, score: 0.9, reason: unquoted}", None, (True, 0.9)),
+    ("{'pass': false, 'score': 0.2}", None, (False, 0.2)),
+    ('{"pass": true, "score": 0.8,}', None, (True, 0.8)),
+    ('{"pass": false, "score": 0.3', None, (False, 0.3)),
+    ('{"pass": true, "score": 0.6, // a comment\n "reason": "c"}', None, (True, 0.6)),
+    ('{ "pass": true, "reason": "unterminated string', None, E),
 ]
 
 
@@ -78,6 +86,16 @@ PARSER_CASES = [
     (lambda t: (True, replies.nli_supported(t, 2)), "unclear", E),
     (lambda t: (True, replies.geval_score(t)[0]), '{"score": 7, "reason": "x"}', (True, 0.7)),
     (lambda t: (True, replies.geval_score(t)[0]), '{"score": 11}', E),
+    (lambda t: (True, replies.geval_score(t)[0]), '{"score": "8", "reason": "x"}', (True, 0.8)),
+    (lambda t: (True, replies.geval_score(t)[0]), '{"score": 8}', E),  # promptfoo needs a reason
+    (lambda t: (True, replies.geval_score(t)[0]), '{"score": "", "reason": "x"}', E),
+    # promptfoo 0.123.1: a statement without a verdict is unsupported
+    (lambda t: (True, replies.nli_supported(t, 3)),
+     "Final verdict for each statement in order: Yes.", (True, 1 / 3)),
+    (lambda t: (True, replies.nli_supported(t, 3)), "Statement 1\nverdict: yes", (True, 1 / 3)),
+    (lambda t: (True, replies.nli_supported(t, 1)),
+     "Final verdict for each statement in order: Unable to determine.", E),
+    (lambda t: replies.factuality(t, {}), '{"reason": "no category"} (D) disagrees', (False, 0.0)),
     (lambda t: (True, float(replies.first_digit(t))), "Text 2 is best", (True, 2.0)),
     (lambda t: (True, float(replies.first_digit(t))), "none of them", E),
 ]
@@ -92,9 +110,40 @@ def test_parsers(parse, text, want):
         assert tuple(parse(text)[:2]) == pytest.approx(want)
 
 
+RELEVANCE_CASES = [  # reply, context, given by line, distinct units quoted (promptfoo 0.123.1)
+    ("Paris is the capital. France is in Europe.", "Paris is the capital. France is in Europe. "
+     "It rains.", False, 2),
+    ("Paris is the capital. France is in Europe.", "Paris is the capital. France is in Europe.\n"
+     "Berlin is in Germany.", True, 1),
+    ("1. Paris is the capital. 2. France is in Europe.", "Paris is the capital. France is in "
+     "Europe. It rains.", False, 2),
+    ("The answer is 42.\nThe answer is 42.", "The answer is 42.", False, 1),
+    ("Insufficient Information", "anything", False, 0),
+    ("I cannot answer that.", "Paris is the capital.", False, E),
+    ("ünïcode ✓", "ÜNÏCODE ✓ here", False, 1),
+]
+
+
+@pytest.mark.parametrize("text,context,by_line,want", RELEVANCE_CASES)
+def test_context_relevance_counts_quoted_units(text, context, by_line, want):
+    if want == E:
+        with pytest.raises(replies.Unparsable):
+            replies.relevant_units(text, context, by_line)
+    else:
+        assert replies.relevant_units(text, context, by_line) == want
+
+
+def test_sentences_split_prose_but_keep_lines():
+    assert replies.sentences("A b. C d? E!  F") == ["A b.", "C d?", "E!", "F"]
+    assert replies.sentences("A. B.\nC.\n") == ["A. B.", "C."]
+    assert replies.sentences("1. A. 2. B.") == ["A.", "B."]
+    assert replies.sentences("") == []
+
+
 def test_geval_steps_need_one_line_json():
     assert replies.geval_steps('{"steps": ["a", "b"]}') == ["a", "b"]
-    for bad in ['{ "steps": ["a"]}', '{"steps": []}', "{\n\"steps\": [\"a\"]\n}"]:
+    for bad in ['{ "steps": ["a"]}', '{"steps": []}', "{\n\"steps\": [\"a\"]\n}",
+                '{"steps": ["a", " "]}']:
         with pytest.raises(replies.Unparsable):
             replies.geval_steps(bad)
 
@@ -209,7 +258,7 @@ def multi_step(r):
         return "What is the capital?"
     if "[Attributed]" in text:
         return "1. x [Attributed]"
-    return "line one\nline two"
+    return "a\nb"  # context-relevance: two of the lines of the context "a\nb\nc\nd"
 
 
 def test_multi_step_types(tmp_path):

@@ -8,6 +8,8 @@ import math
 import re
 from typing import Any
 
+import yaml
+
 Outcome = tuple[bool | None, float | None, str | None]  # (passed, score, reason); None: error
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 _TRUE, _FALSE = {"true", "yes", "pass", "y"}, {"false", "no", "fail", "n"}
@@ -28,8 +30,18 @@ def failure(reply: Any) -> str | None:
 
 
 def first_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in the reply: whole text, a code fence, or embedded."""
-    for candidate in [text, *_FENCE.findall(text)]:
+    """The first JSON object in the reply: the whole text, else the first object promptfoo
+    finds (read leniently, as below), else one in a code fence or embedded."""
+    try:
+        value = json.loads(text)
+        if isinstance(value, dict):
+            return value
+    except ValueError:
+        pass
+    found = _lenient_object(text)
+    if found is not None:
+        return found
+    for candidate in _FENCE.findall(text):
         try:
             value = json.loads(candidate)
         except ValueError:
@@ -45,6 +57,37 @@ def first_json_object(text: str) -> dict[str, Any]:
         if isinstance(value, dict):
             return value
     raise Unparsable(f"no JSON object in judge reply: {snippet(text)}")
+
+
+def _lenient_object(text: str) -> dict[str, Any] | None:
+    """promptfoo's reading of a judge's JSON: from each "{", the text up to where the braces
+    (counted naively) balance, or to the end with the missing "}" added, read as a YAML flow
+    mapping (unquoted keys, single quotes, trailing commas, // comments); the first that reads
+    as an object wins."""
+    for start in (i for i, c in enumerate(text) if c == "{"):
+        depth = 0
+        for end in range(start, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            if depth and end < len(text) - 1:
+                continue
+            value = _flow_mapping(text[start:end + 1] + "}" * depth)
+            if isinstance(value, dict):
+                return value
+            break
+    return None
+
+
+def _flow_mapping(candidate: str) -> Any:
+    try:
+        return json.loads(candidate)
+    except ValueError:
+        pass
+    lines = [re.sub(r'^((?:[^"/]|"(?:[^"\\]|\\.)*"|/(?!/))*?)(?<!:)//', r"\1 #", ln)
+             for ln in candidate.split("\n")]
+    try:
+        return yaml.safe_load("\n".join(lines))
+    except yaml.YAMLError:
+        return None
 
 
 def snippet(text: str | None, size: int = 80) -> str:
@@ -80,7 +123,8 @@ def rubric(text: str, threshold: float | None) -> Outcome:
     score = unit_score(obj["score"]) if obj.get("score") is not None else None
     passed = boolean(obj["pass"]) if score is None or "pass" in obj \
         else score >= (threshold or 0.5)
-    score = score if score is not None else float(passed)
+    if score is None:  # {"pass": true, "score": null} scores 0, as in promptfoo
+        score = 0.0 if "score" in obj else float(passed)
     if threshold is not None and score < threshold:
         return False, score, f"Score {score:g} below threshold {threshold:g}: {obj.get('reason')}"
     return passed, score, _reason(obj.get("reason"))
@@ -122,14 +166,16 @@ FACTUALITY_KEYS = {"A": "subset", "B": "superset", "C": "agree", "D": "disagree"
 
 
 def factuality(text: str, scores: dict[str, float]) -> Outcome:
-    reason = None
+    reason, category = None, None
     try:
         obj = first_json_object(text)
-        category = str(obj.get("category", "")).strip().upper()
-        reason = obj.get("reason")
+        if isinstance(obj.get("category"), str) and obj["category"]:
+            category, reason = obj["category"].strip().upper(), obj.get("reason")
     except Unparsable:
-        m = re.search(r"\(([A-Ea-e])\)|\b([A-Ea-e])\)", text)
-        category = (m.group(1) or m.group(2)).upper() if m else ""
+        pass
+    if category is None:  # no JSON verdict: the first "(X)" or "X)", as promptfoo reads it
+        m = re.search(r"\(?([A-Ea-e])\)", text)
+        category = m.group(1).upper() if m else ""
     if category not in FACTUALITY_KEYS:
         raise Unparsable(f"factuality reply has no category A-E: {snippet(text)}")
     default = 0.0 if category == "D" else 1.0
@@ -146,8 +192,9 @@ def geval_steps(text: str) -> list[str]:
                 steps = json.loads(line[start:end + 1])["steps"]
             except (ValueError, KeyError, TypeError):
                 break
-            if isinstance(steps, list) and steps:
-                return [str(s) for s in steps]
+            if isinstance(steps, list) and steps and all(
+                    isinstance(s, str) and s.strip() for s in steps):
+                return steps
             break
     raise Unparsable(f'g-eval steps reply has no one-line {{"steps": [...]}}: {snippet(text)}')
 
@@ -161,12 +208,26 @@ def geval_score(text: str, max_score: int = 10) -> tuple[float, str | None]:
             except ValueError:
                 continue
             if isinstance(obj, dict) and "score" in obj:
-                raw = obj["score"]
-                if isinstance(raw, bool) or not isinstance(raw, (int, float)) \
-                        or not 0 <= raw <= max_score:
-                    raise Unparsable(f"g-eval score {raw!r} is not a number in [0, {max_score}]")
-                return raw / max_score, _reason(obj.get("reason"))
+                raw = _number(obj["score"])
+                if raw is None or not 0 <= raw <= max_score:
+                    raise Unparsable(f"g-eval score {obj['score']!r} is not a number in "
+                                     f"[0, {max_score}]")
+                if not isinstance(obj.get("reason"), str) or not obj["reason"].strip():
+                    raise Unparsable(f"g-eval reply has no reason: {snippet(text)}")
+                return raw / max_score, obj["reason"]
     raise Unparsable(f'g-eval reply has no one-line {{"score": ...}}: {snippet(text)}')
+
+
+def _number(value: Any) -> float | None:
+    """A finite number, or a numeric string (promptfoo's Number()); else None."""
+    if isinstance(value, str) and value.strip():
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def attributed(text: str) -> float:
@@ -177,23 +238,51 @@ def attributed(text: str) -> float:
     return sum("[attributed]" in ln for ln in classified) / len(classified)
 
 
-def extracted_lines(text: str) -> int:
+_MARKER_ONLY = re.compile(r"^\d+[.)]$")
+_LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*])\s*")
+
+
+def lines(text: str) -> list[str]:
+    """The non-blank lines, as they are (promptfoo's splitIntoSentences)."""
+    return [ln for ln in text.split("\n") if ln.strip()]
+
+
+def sentences(text: str) -> list[str]:
+    """Units of a text: its non-blank lines when it has two or more, else its sentences
+    (split after . ! ?); bare list markers ("1.") are no unit."""
+    found = lines(text)
+    parts = found if len(found) > 1 else re.split(r"(?<=[.!?])\s+", text)
+    return [p.strip() for p in parts if p.strip() and not _MARKER_ONLY.match(p.strip())]
+
+
+def relevant_units(text: str, context: str, presegmented: bool) -> int:
+    """context-relevance: distinct units the judge quoted (by line for a context given by line
+    or chunk, else by sentence); 0 for "Insufficient Information". A reply quoting nothing of
+    the context is unreadable."""
     if "Insufficient Information" in text:
         return 0
-    return sum(1 for ln in text.splitlines() if ln.strip())
+    quoted = set(lines(text) if presegmented else sentences(text))
+    flat = " ".join(context.lower().split())
+    if quoted and not any(" ".join(_LIST_MARKER.sub("", q, count=1).lower().split()) in flat
+                          for q in quoted):
+        raise Unparsable(f"context-relevance reply quotes nothing of the context: {snippet(text)}")
+    return len(quoted)
 
 
 def nli_supported(text: str, statements: int) -> float:
-    low = text.lower()
+    """Share of statements supported; a statement without a verdict is unsupported."""
+    low = text.lower().strip()
     marker = "final verdict for each statement in order:"
     if marker in low:
-        verdicts = [p for p in low.split(marker, 1)[1].split(".") if p.strip()]
-        unsupported = sum("yes" not in v for v in verdicts)
+        verdicts = [p for p in low[low.index(marker) + len(marker):].split(".") if p.strip()]
+        if not verdicts or not all(re.search(r"\b(?:yes|no)\b", v) for v in verdicts):
+            raise Unparsable(f"faithfulness reply has unreadable verdicts: {snippet(text)}")
+        unsupported = sum("yes" not in v for v in verdicts) + max(0, statements - len(verdicts))
     else:
         no, yes = low.count("verdict: no"), low.count("verdict: yes")
         if not no and not yes:
             raise Unparsable(f"faithfulness reply has no verdicts: {snippet(text)}")
-        unsupported = no
+        unsupported = no + max(0, statements - no - yes)
     return min(1.0, max(0.0, 1.0 - unsupported / statements))
 
 

@@ -77,7 +77,8 @@ def context_recall(g: Graded) -> pl.DataFrame:
 @graded("context-relevance", Value.OPTIONAL, fields=("context", "query"), threshold=0.5,
         csv_threshold=0.75)
 def context_relevance(g: Graded) -> pl.DataFrame:
-    """Share of the context's lines (or chunks) the judge needs to answer the query."""
+    """Share of the context's units (lines, else sentences; or chunks) the judge quotes as needed
+    to answer the query."""
     messages = messages_for(g, prompts.CONTEXT_RELEVANCE)
 
     def build(item: dict[str, Any]):
@@ -89,9 +90,12 @@ def context_relevance(g: Graded) -> pl.DataFrame:
 
     def parse(item: dict[str, Any], text: str) -> replies.Outcome:
         chunks = _chunks(item["context"])
-        units = len([c for c in chunks if c.strip()]) if len(chunks) > 1 else \
-            len([ln for ln in chunks[0].splitlines() if ln.strip()])
-        score = min(1.0, replies.extracted_lines(text) / max(units, 1))
+        listed = item["context"] != chunks[0]  # a list of chunks: one unit each
+        units = len([c for c in chunks if c.strip()]) if listed else \
+            len(replies.sentences(chunks[0]))
+        found = replies.relevant_units(text, _joined(item["context"]),
+                                       listed or len(replies.lines(chunks[0])) > 1)
+        score = min(found, units) / units if units else 0.0
         return score >= (g.threshold or 0.0), score, f"{score:.2f} of the context is relevant"
 
     return g.each({"context": _context(g, False), "query": _query(g)},

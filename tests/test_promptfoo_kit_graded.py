@@ -1,0 +1,91 @@
+"""Model-graded verdicts against promptfoo 0.123.1's, for the same judge replies.
+
+Each row of tests/promptfoo_kit/graded/<area>.jsonl holds an output, one model-graded
+assertion, the case's vars, prompt and test options, the judge's scripted "replies", and the
+pass and score promptfoo gave when its grader got those replies (recorded by
+promptfoo_kit/record_graded.py with the offline kit, never from our output). Here a local
+OpenAI-compatible judge on 127.0.0.1 answers our evaluator with the same replies: in call
+order, or by the first [marker, reply] pair whose marker is in the request. A row with
+"differs" is a deliberate difference (listed in docs/assertions/graded.md): we give the
+verdict in its "ours" field instead (pass null: an error). A row with "pending" is a known
+miss still to be decided (named there), expected to fail until it is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+from judge_server import KEY_ENV, SECRET, JudgeServer
+
+from checkllm_batch import api
+
+KIT = Path(__file__).parent / "promptfoo_kit" / "graded"
+ROWS = [(path.stem, n, json.loads(line)) for path in sorted(KIT.glob("*.jsonl"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1) if line]
+
+
+def scripted(replies: list) -> Any:
+    """The judge's answer to a request: by marker (pairs), else the next reply in order (the
+    last one answers any further call)."""
+    queue = list(replies)
+
+    def answer(body: dict[str, Any]) -> str:
+        if queue and isinstance(queue[0], list):
+            request = json.dumps(body.get("messages"), ensure_ascii=False)
+            return next((r for marker, r in queue
+                         if json.dumps(marker, ensure_ascii=False)[1:-1] in request), queue[-1][1])
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    return answer
+
+
+@pytest.fixture(scope="module")
+def judge():
+    """One local judge for the module; each row sets its answers."""
+    server = JudgeServer().start()
+    yield server
+    server.stop()
+
+
+def _ours(tmp_path: Path, judge: JudgeServer, row: dict) -> dict:
+    judge.answer = scripted(row["replies"])
+    suite = {"judge": {"model": "gpt-4o-mini", "api_key_env": KEY_ENV, "base_url": judge.url,
+                       "retries": 0},
+             "tests": [{"description": "t", "options": row.get("options", {}),
+                        "assert": [row["assert"]]}]}
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite, allow_unicode=True), encoding="utf-8")
+    frame = pl.DataFrame([{"test_id": "t", "output": row["output"],
+                           "prompt": row.get("prompt", "x"), **row.get("vars", {})}])
+    try:
+        run = api.evaluate(path, frame)
+    except Exception as exc:  # a suite promptfoo errors on may be refused at parse time
+        return {"status": "error", "pass": None, "score": None, "reason": str(exc)}
+    return run.assertion_results.select("status", "pass", "score", "reason").to_dicts()[0]
+
+
+PARAMS = [pytest.param(row, id=f"{area}-{n}", marks=[pytest.mark.xfail(
+    strict=True, reason=row["pending"])] if "pending" in row else []) for area, n, row in ROWS]
+
+
+@pytest.mark.parametrize("row", PARAMS)
+def test_verdict_matches_promptfoo(tmp_path, monkeypatch, judge, row):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    got = _ours(tmp_path, judge, row)
+    want = row.get("ours", row["promptfoo"]) if "differs" in row else row["promptfoo"]
+    if want["pass"] is None:  # promptfoo (or our deliberate difference): an error
+        assert got["status"] == "error", got
+        return
+    assert got["pass"] == want["pass"], (got, want)
+    if want.get("score") is not None and got["score"] is not None:
+        assert got["score"] == pytest.approx(want["score"], abs=1e-6), (got, want)
+
+
+def test_every_difference_says_why():
+    for area, n, row in ROWS:
+        assert "differs" not in row or (row["differs"] and "ours" in row), (area, n)

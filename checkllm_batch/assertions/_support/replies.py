@@ -8,7 +8,8 @@ import math
 import re
 from typing import Any
 
-import yaml
+from ...errors import ConfigError
+from ...spec.yaml12 import load_yaml_text
 
 Outcome = tuple[bool | None, float | None, str | None]  # (passed, score, reason); None: error
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -84,9 +85,9 @@ def _flow_mapping(candidate: str) -> Any:
         pass
     lines = [re.sub(r'^((?:[^"/]|"(?:[^"\\]|\\.)*"|/(?!/))*?)(?<!:)//', r"\1 #", ln)
              for ln in candidate.split("\n")]
-    try:
-        return yaml.safe_load("\n".join(lines))
-    except yaml.YAMLError:
+    try:  # YAML 1.2 as js-yaml reads it, with our size and depth limits
+        return load_yaml_text("\n".join(lines), "judge reply")
+    except ConfigError:
         return None
 
 

@@ -8,7 +8,9 @@
 the output file gets one line per case with promptfoo's pass, score and reason beside it.
 Rows we decide to grade differently keep promptfoo's answer and say why in "differs".
 A suite promptfoo refuses when it loads it (a schema error) gives every case that error:
-record such a case on its own.
+record such a case on its own. The kit's `verbatim` provider passes cost and latency on, not
+a finish reason: unit-misc.jsonl's finish-reason rows were recorded with a copy of the kit
+whose provider also sets `resp.finishReason = vars.finish_reason` when that var is given.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ SUITES = [
     ("tests:\n  - id: a\n  - id: a\n", '{f}:3, test 2: duplicate test id "a" (also test 1)'),
     ("tests:\n  - id: [a]\n", "{f}:2, test 1: id must be a string or an integer, got ['a']"),
     ("tests:\n  - 5: x\n", "{f}:2: tests #1: key 5 must be a string"),
-    ("tests:\n  -\n", "{f}:1: tests #1 must be a string or a mapping, got None"),
+    ("tests:\n  -\n", "{f}:1: tests #1 must be a string or a mapping, got null"),
     ("tests:\n  - assert: [{type: contains, value: a}]\n    assert: []\n",
      "{f}:3: invalid YAML: duplicate key 'assert'"),
     ("judge: {retries: x}\n" + OK, "{f}:1, judge: retries must be an integer, got 'x'"),

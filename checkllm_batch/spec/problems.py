@@ -68,7 +68,8 @@ def _line(path: tuple, errors: list[ErrorDetails], model: Any, raw: Any, where: 
     if first["type"] == "value_error" and isinstance(first["input"], dict):  # a whole entry's
         return f"{place}: {_name(path)}: {said}"
     shown = "" if path and path[-1] in SECRET_FIELDS or first["type"] == "missing" \
-        else ", got null (leave the field out for none)" if first["input"] is None \
+        else ", got null" + (" (leave the field out for none)" if path and isinstance(
+            path[-1], str) else "") if first["input"] is None \
         else f", got {_SHORT.repr(first['input'])}"
     return f"{place}: {_name(path) or 'the value'} {said}{shown}"
 

@@ -295,7 +295,8 @@ def answer(body: dict) -> str:
     if '{"steps"' in text:
         return '{"steps": ["read it", "judge it"]}'
     if "Evaluation steps:" in text:
-        return '{"score": 8, "reason": "coherent"}' if "good" in text else '{"score": 2}'
+        return '{"score": 8, "reason": "coherent"}' if "good" in text else \
+            '{"score": 2, "reason": "incoherent"}'
     return rubric_reply(body)
 
 
@@ -305,9 +306,11 @@ def test_model_graded_through_the_driver_only(cluster, tmp_path, judge_server, a
     """Workers record judge requests; the driver sends each distinct one once, through the
     run's runner (g-eval: two rounds, steps then scores); the verdicts are the
     single-machine run's; a second run sends nothing. Files, or a Ray Dataset of them
-    (its blocks held for every round)."""
-    frame = graded_outputs(600, distinct=90)
-    for k, part in enumerate((frame.head(250), frame.tail(350))):
+    (its blocks held for every round). A reply the grader cannot read (a "garble" output) is
+    an error on its row, on the workers as on one machine."""
+    frame = pl.concat([graded_outputs(600, distinct=90),
+                       pl.DataFrame({"test_id": ["t"], "output": ["garble 1"]})])
+    for k, part in enumerate((frame.head(250), frame.slice(250))):
         pq.write_table(part.to_arrow(), tmp_path / f"o-{k}.parquet", row_group_size=100)
     files = str(tmp_path / "o-*.parquet")
     source = (lambda: ray.data.read_parquet(sorted(glob.glob(files)))) if as_dataset else (
@@ -322,7 +325,9 @@ def test_model_graded_through_the_driver_only(cluster, tmp_path, judge_server, a
     one = cb.evaluate(suite, frame.to_arrow(), judge_config=judge)
     assert many.assertion_results.equals(one.assertion_results)
     assert many.test_results.equals(one.test_results)
-    assert set(many.assertion_results["status"]) == {"pass", "fail"}  # graded, no errors
+    errors = many.assertion_results.filter(pl.col("status") == "error")
+    assert set(errors["case_id"]) == {600} and set(many.assertion_results["status"]) == {
+        "pass", "fail", "error"}  # graded; the garbled reply only is an error
     many.con.close()
     before = judge_server.counts["POST /v1/chat/completions"]
     cb.evaluate(suite, source(), engine="ray", db=db, batch_rows=100, judge_config=judge)

@@ -28,6 +28,11 @@ class RecordingRunner:
                 self.missing[r.hash] = r
         return {r.hash: self.known.get(r.hash, Reply(error=PENDING)) for r in requests}
 
+    def unparsed(self, reply: Reply) -> None:
+        """A reply the grader could not read: counted (its row is an error with the reason);
+        the driver's ledger, which workers cannot write, keeps the call as answered."""
+        self.stats.unparsed += 1
+
 
 def rounds(run_round, runner, todo: list) -> None:
     """run_round(todo, known) -> (fragment, missing requests) per fragment; repeat with the

@@ -200,6 +200,13 @@ TYPE_CASES = [  # assertion, outputs, statuses
     ("- type: similar\n  value: Paris is the capital", ["Paris", "Lyon"], ["pass", "fail"]),
     ("- type: similar:euclidean\n  value: Paris\n  threshold: 0.5", ["Paris", "Lyon"],
      ["pass", "fail"]),
+    ("- type: similar\n  value: [Paris is the capital, Paris]", ["Paris", "Rome"],
+     ["pass", "fail"]),
+    # promptfoo 0.123.1: not-similar passes at the threshold too (similarity <= threshold)
+    ("- type: not-similar:dot\n  value: Paris\n  threshold: 1", ["Paris", "Rome"],
+     ["pass", "pass"]),
+    ("- type: not-similar:euclidean\n  value: Paris\n  threshold: 0", ["Paris", "Rome"],
+     ["pass", "pass"]),
     ("- type: select-best\n  value: correct", ["Lyon", "Paris"], ["fail", "pass"]),
     ("- type: select-best\n  value: correct", ["Paris"], ["error"]),
     ("- type: cost\n  value: 1.0\n- type: llm-rubric\n  value: x", ["Paris"], ["pass", "pass"]),
@@ -212,6 +219,25 @@ def test_types(tmp_path, asserts, outputs, statuses):
     result, _ = run(tmp_path, asserts, outputs)
     got = result.assertion_results.sort("case_id", "assertion_index")["status"].to_list()
     assert got == statuses
+
+
+def test_similar_list_values_render_per_row(tmp_path):
+    suite = tmp_path / "s.yaml"
+    suite.write_text("judge:\n  model: gpt-4o-mini\ntests:\n  - description: t\n    assert:\n"
+                     "      - type: similar\n        value: ['{{a}}', '{{b}}']\n")
+    frame = pl.DataFrame({"test_id": ["t"] * 3, "output": ["Paris", "Paris", "Rome ✓"],
+                          "a": ["Lyon", "Lyon", "Rome"], "b": ["Paris!", "Rome", ""]})
+    j = ScriptedJudge(scripted)
+    result = api.evaluate(suite, frame, judge=j)
+    statuses = result.assertion_results.sort("case_id")["status"].to_list()
+    assert statuses == ["pass", "fail", "pass"]
+    assert {r.input for r in j.sent} == {"Paris", "Rome ✓", "Lyon", "Paris!", "Rome", ""}
+
+
+@pytest.mark.parametrize("value", ["42", "{a: 1}", "[]"])
+def test_similar_value_is_a_string_or_a_list(tmp_path, value):
+    with pytest.raises(ConfigError, match="string or a non-empty list of strings"):
+        run(tmp_path, f"- type: similar\n  value: {value}", ["Paris"])
 
 
 def test_max_score_picks_the_best_output(tmp_path):

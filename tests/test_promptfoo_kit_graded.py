@@ -5,9 +5,10 @@ assertion, the case's vars, prompt and test options, the judge's scripted "repli
 pass and score promptfoo gave when its grader got those replies (recorded by
 promptfoo_kit/record_graded.py with the offline kit, never from our output). Here a local
 OpenAI-compatible judge on 127.0.0.1 answers our evaluator with the same replies: in call
-order, or by the first [marker, reply] pair whose marker is in the request. A row with
-"differs" is a deliberate difference (listed in docs/assertions/graded.md): we give the
-verdict in its "ours" field instead (pass null: an error). A row with "pending" is a known
+order, or by the first [marker, reply] pair whose marker is in the request; and embeds each
+text as judge_server's `vector`, or as the row's "embeddings" map (text -> vector) says. A
+row with "differs" is a deliberate difference (listed in docs/assertions/graded.md): we give
+the verdict in its "ours" field instead (pass null: an error). A row with "pending" is a known
 miss still to be decided (named there), expected to fail until it is.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
-from judge_server import KEY_ENV, SECRET, JudgeServer
+from judge_server import KEY_ENV, SECRET, JudgeServer, vector
 
 from checkllm_batch import api
 
@@ -44,6 +45,18 @@ def scripted(replies: list) -> Any:
     return answer
 
 
+def embedder(vectors: dict[str, list[float]]) -> Any:
+    """The judge's embeddings: the row's scripted vector of a text, else `vector`."""
+    def embed(body: dict[str, Any]) -> dict[str, Any]:
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        return {"object": "list", "model": body.get("model"), "data": [
+            {"object": "embedding", "index": i, "embedding": vectors[t] if t in vectors
+             else vector(t)} for i, t in enumerate(inputs)],
+            "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+
+    return embed
+
+
 @pytest.fixture(scope="module")
 def judge():
     """One local judge for the module; each row sets its answers."""
@@ -53,7 +66,8 @@ def judge():
 
 
 def _ours(tmp_path: Path, judge: JudgeServer, row: dict) -> dict:
-    judge.answer = scripted(row["replies"])
+    judge.answer = scripted(row.get("replies", [""]))
+    judge.embed = embedder(row.get("embeddings", {}))  # type: ignore[method-assign]
     suite = {"judge": {"model": "gpt-4o-mini", "api_key_env": KEY_ENV, "base_url": judge.url,
                        "retries": 0},
              "tests": [{"description": "t", "options": row.get("options", {}),

@@ -12,8 +12,10 @@ A local OpenAI-compatible server on 127.0.0.1 answers the grader. It picks a cas
 the request path: case i's grading provider is `openai:chat:gpt-4o-mini` with the base URL
 `http://127.0.0.1:PORT/c<i>/v1` (set in the test's options, never in the stored case), so
 every case has its own queue whatever order promptfoo grades in. Embeddings (answer-relevance)
-are tests/judge_server.py's `vector` of each input, as our tests' judge gives them. The messages promptfoo sent
-are kept in the row as "promptfoo_request" when they are short (custom prompts).
+are tests/judge_server.py's `vector` of each input, as our tests' judge gives them, unless the
+case scripts them: "embeddings", a map text -> vector (for similar: exact similarities, zero
+vectors, distances); "replies" may then be left out. The messages promptfoo sent are kept
+in the row as "promptfoo_request" when they are short (custom prompts).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ class ScriptedJudge:
     """Chat completions on /c<i>/v1/chat/completions answered from case i's replies."""
 
     def __init__(self, cases: list[dict]):
-        self.replies = [list(c["replies"]) for c in cases]
+        self.replies = [list(c.get("replies", [""])) for c in cases]
+        self.vectors = [c.get("embeddings", {}) for c in cases]
         self.sent: list[list[Any]] = [[] for _ in cases]
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -73,13 +76,15 @@ class ScriptedJudge:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+                case = int(self.path.split("/")[1][1:])
                 if self.path.endswith("/embeddings"):
                     inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    scripted = judge.vectors[case]
                     return self._send({"object": "list", "model": body.get("model"), "data": [
-                        {"object": "embedding", "index": i, "embedding": vector(t)}
+                        {"object": "embedding", "index": i,
+                         "embedding": scripted[t] if t in scripted else vector(t)}
                         for i, t in enumerate(inputs)], "usage": {"prompt_tokens": 1,
                                                                   "total_tokens": 1}})
-                case = int(self.path.split("/")[1][1:])
                 text = judge.answer(case, body)
                 self._send({
                     "id": "chatcmpl-1", "object": "chat.completion", "created": 0,

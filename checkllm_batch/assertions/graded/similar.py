@@ -4,52 +4,81 @@ and the value's embeddings, each distinct text embedded once per batch."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import polars as pl
 
+from ...spec import template
 from .._support import replies
-from .._support.grading import cosine, graded
+from .._support.grading import cosine
+from ..registry import Kind, assertion
 
 if TYPE_CHECKING:
     from ...judge.grading import Graded
 
+EPSILON = sys.float_info.epsilon  # promptfoo's Number.EPSILON on both sides of the threshold
+
+
+def _strings(value: Any, spec: Any) -> None:
+    if not isinstance(value, (str, list)) or value == []:
+        raise ValueError("value must be a string or a non-empty list of strings "
+                         "(promptfoo rejects any other value here)")
+
+
+def _similar_type(name: str, **options: Any) -> Callable:
+    """Register a model-graded (Kind.JUDGE) similarity type, its value checked at parse time."""
+    return assertion(name, kind=Kind.JUDGE, default_threshold=0.75, needs_text=False,
+                     prepare=_strings, **options)
+
 
 def _similar(g: Graded, metric: str) -> pl.DataFrame:
-    values = g.spec.value if isinstance(g.spec.value, list) else None
+    values = g.spec.value if isinstance(g.spec.value, list) else [g.spec.value]
     threshold = g.threshold if g.threshold is not None else 0.75
+    negate = g.spec.negate
 
     def measure(a: list[float], b: list[float]) -> tuple[float, bool, str]:
+        """(score, raw pass, reason). As promptfoo, `not-` passes at the threshold too: its
+        raw pass is the strict side, which the negation flips."""
+        if len(a) != len(b):
+            raise ValueError("the embeddings differ in length")
         if metric == "euclidean":
             d = math.dist(a, b)
-            return 1.0 / (1.0 + d), d <= threshold + 1e-9, f"distance {d:.4f}"
+            near = d < threshold - EPSILON if negate else d <= threshold + EPSILON
+            return 1.0 / (1.0 + d), near, f"distance {d:.4f}"
         sim = cosine(a, b) if metric == "cosine" else float(np.dot(a, b))
-        return min(1.0, max(0.0, sim)), sim >= threshold - 1e-9, f"{metric} similarity {sim:.4f}"
+        close = not sim <= threshold + EPSILON if negate else sim >= threshold - EPSILON
+        return min(1.0, max(0.0, sim)), close, f"{metric} similarity {sim:.4f}"
 
     def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
-        def expected(item):
-            return values if values is not None else [item["value"]]
-        texts = {t for i in items for t in [i["output"], *expected(i)] if t}
+        def expected(item: dict[str, Any]) -> list[str | None]:
+            return [item[f"value{i}"] for i in range(len(values))]
+        texts = {t for i in items for t in [i["output"], *expected(i)] if t is not None}
         vectors = g.runner.run([g.embed(t) for t in texts])
         out: list[replies.Outcome] = []
         for item in items:
-            if not item["output"]:
-                out.append((False, 0.0, "output is empty"))
-                continue
             mine = vectors[g.embed(item["output"]).hash]
-            g.attribute(item, mine, *(vectors.get(g.embed(t).hash) for t in expected(item) if t))
+            g.attribute(item, mine, *(vectors.get(g.embed(t).hash) for t in expected(item)
+                                      if t is not None))
             best: tuple[float, bool, str] | None = None
             why = replies.failure(mine)
-            for text in expected(item):
-                other = vectors.get(g.embed(text).hash) if text else None
-                why = why or (replies.failure(other) if other else "empty expected value")
+            for value, text in zip(values, expected(item)):
+                other = vectors.get(g.embed(text).hash) if text is not None else None
+                why = why or (replies.failure(other) if other else "the value did not render")
+                if not isinstance(value, str):  # promptfoo's embedding call refuses it
+                    why = why or f"cannot embed the non-string value {value!r}"
                 if why or other is None:
                     break
                 if mine.vector is None or other.vector is None:
                     why = "judge: the embedding reply has no vector"
                     break
-                result = measure(mine.vector, other.vector)
+                try:
+                    with np.errstate(all="ignore"):  # an overflow is a NaN or inf, as in promptfoo
+                        result = measure(mine.vector, other.vector)
+                except ValueError as e:
+                    why = str(e)
+                    break
                 if best is None or result[1] or (not best[1] and result[0] > best[0]):
                     best = result
                 if result[1]:
@@ -57,22 +86,23 @@ def _similar(g: Graded, metric: str) -> pl.DataFrame:
             out.append((None, None, why) if why or best is None else best[1::-1] + (best[2],))
         return out
 
-    return g.each({"output": pl.col("output"), "value": g.value}, grade)
+    inputs = {f"value{i}": template.text(v, g.rows) for i, v in enumerate(values)}
+    return g.each({"output": pl.col("output"), **inputs}, grade)
 
 
-@graded("similar", aliases=("similar:cosine",), threshold=0.75, csv_threshold=0.8)
+@_similar_type("similar", aliases=("similar:cosine",), csv_threshold=0.8)
 def similar(g: Graded) -> pl.DataFrame:
     """Cosine similarity of the output's and the value's embeddings, at least the threshold."""
     return _similar(g, "cosine")
 
 
-@graded("similar:dot", threshold=0.75)
+@_similar_type("similar:dot")
 def similar_dot(g: Graded) -> pl.DataFrame:
     """Dot product of the output's and the value's embeddings, at least the threshold."""
     return _similar(g, "dot")
 
 
-@graded("similar:euclidean", threshold=0.75)
+@_similar_type("similar:euclidean")
 def similar_euclidean(g: Graded) -> pl.DataFrame:
     """Euclidean distance between the embeddings, at most the threshold."""
     return _similar(g, "euclidean")

@@ -19,11 +19,14 @@ if TYPE_CHECKING:
 def graded(name: str, value: Value = Value.REQUIRED, *, fields: tuple[str, ...] = (),
            required: tuple[str, ...] = (), threshold: float | None = None,
            aliases: tuple[str, ...] = (), negatable: bool = True,
-           test_options: tuple[str, ...] = (), csv_threshold: float | None = None) -> Callable:
-    """Register the decorated function as the model-graded (Kind.JUDGE) type `name`."""
+           test_options: tuple[str, ...] = (), csv_threshold: float | None = None,
+           prepare: Callable[[Any, Any], Any] | None = None) -> Callable:
+    """Register the decorated function as the model-graded (Kind.JUDGE) type `name`
+    (`prepare`: a parse-time check of its value)."""
     return assertion(name, kind=Kind.JUDGE, value=value, fields=fields, required=required,
                      default_threshold=threshold, aliases=aliases, needs_text=False,
-                     negatable=negatable, test_options=test_options, csv_threshold=csv_threshold)
+                     negatable=negatable, test_options=test_options, csv_threshold=csv_threshold,
+                     prepare=prepare)
 
 
 def render_values(item: dict[str, Any]) -> dict[str, Any]:

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from ...spec import template
 from .._support import replies
-from .._support.grading import cosine
-from ..registry import Kind, assertion
+from .._support.grading import cosine, graded
 
 if TYPE_CHECKING:
     from ...judge.grading import Graded
@@ -25,12 +24,6 @@ def _strings(value: Any, spec: Any) -> None:
     if not isinstance(value, (str, list)) or value == []:
         raise ValueError("value must be a string or a non-empty list of strings "
                          "(promptfoo rejects any other value here)")
-
-
-def _similar_type(name: str, **options: Any) -> Callable:
-    """Register a model-graded (Kind.JUDGE) similarity type, its value checked at parse time."""
-    return assertion(name, kind=Kind.JUDGE, default_threshold=0.75, needs_text=False,
-                     prepare=_strings, **options)
 
 
 def _similar(g: Graded, metric: str) -> pl.DataFrame:
@@ -90,19 +83,20 @@ def _similar(g: Graded, metric: str) -> pl.DataFrame:
     return g.each({"output": pl.col("output"), **inputs}, grade)
 
 
-@_similar_type("similar", aliases=("similar:cosine",), csv_threshold=0.8)
+@graded("similar", aliases=("similar:cosine",), threshold=0.75, csv_threshold=0.8,
+        prepare=_strings)
 def similar(g: Graded) -> pl.DataFrame:
     """Cosine similarity of the output's and the value's embeddings, at least the threshold."""
     return _similar(g, "cosine")
 
 
-@_similar_type("similar:dot")
+@graded("similar:dot", threshold=0.75, prepare=_strings)
 def similar_dot(g: Graded) -> pl.DataFrame:
     """Dot product of the output's and the value's embeddings, at least the threshold."""
     return _similar(g, "dot")
 
 
-@_similar_type("similar:euclidean")
+@graded("similar:euclidean", threshold=0.75, prepare=_strings)
 def similar_euclidean(g: Graded) -> pl.DataFrame:
     """Euclidean distance between the embeddings, at most the threshold."""
     return _similar(g, "euclidean")

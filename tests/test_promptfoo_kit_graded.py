@@ -22,12 +22,12 @@ import polars as pl
 import pytest
 import yaml
 from judge_server import KEY_ENV, SECRET, JudgeServer, vector
+from test_promptfoo_kit import check_differences_say_why, check_verdict, params, table_rows
 
 from checkllm_batch import api
 
 KIT = Path(__file__).parent / "promptfoo_kit" / "graded"
-ROWS = [(path.stem, n, json.loads(line)) for path in sorted(KIT.glob("*.jsonl"))
-        for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1) if line]
+ROWS = table_rows(KIT)
 
 
 def scripted(replies: list) -> Any:
@@ -83,23 +83,11 @@ def _ours(tmp_path: Path, judge: JudgeServer, row: dict) -> dict:
     return run.assertion_results.select("status", "pass", "score", "reason").to_dicts()[0]
 
 
-PARAMS = [pytest.param(row, id=f"{area}-{n}", marks=[pytest.mark.xfail(
-    strict=True, reason=row["pending"])] if "pending" in row else []) for area, n, row in ROWS]
-
-
-@pytest.mark.parametrize("row", PARAMS)
+@pytest.mark.parametrize("row", params(ROWS))
 def test_verdict_matches_promptfoo(tmp_path, monkeypatch, judge, row):
     monkeypatch.setenv(KEY_ENV, SECRET)
-    got = _ours(tmp_path, judge, row)
-    want = row.get("ours", row["promptfoo"]) if "differs" in row else row["promptfoo"]
-    if want["pass"] is None:  # promptfoo (or our deliberate difference): an error
-        assert got["status"] == "error", got
-        return
-    assert got["pass"] == want["pass"], (got, want)
-    if want.get("score") is not None and got["score"] is not None:
-        assert got["score"] == pytest.approx(want["score"], abs=1e-6), (got, want)
+    check_verdict(_ours(tmp_path, judge, row), row)
 
 
 def test_every_difference_says_why():
-    for area, n, row in ROWS:
-        assert "differs" not in row or (row["differs"] and "ours" in row), (area, n)
+    check_differences_say_why(ROWS)

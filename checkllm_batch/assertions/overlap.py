@@ -88,12 +88,15 @@ def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, max_n: int,
         distinct, count, tokens = pairs.select(
             pl.col("rid").n_unique(), pl.len(), (pl.col("c") + pl.col("r")).sum()).collect().row(0)
         shared = distinct * 2 <= count or not _Layout(count, tokens, max_n).fits
-    counts = (_shared_matches if shared else _own_matches)(pairs, max_n)
-    wide = counts.group_by("pair").agg(
-        *(pl.col("m").filter(pl.col("n") == n).sum().alias(f"m{n}") for n in range(1, max_n + 1)))
-    return (pairs.join(wide, on="pair", how="left")
-            .with_columns(pl.col(f"m{n}").fill_null(0).cast(pl.Int64)
-                          for n in range(1, max_n + 1)))
+    counts = (_shared_matches if shared else _own_matches)(pairs, max_n).collect()
+    return pairs.with_columns(_per_pair(counts, pairs.select(pl.len()).collect().item(), n)
+                              .alias(f"m{n}") for n in range(1, max_n + 1))
+
+
+def _per_pair(counts: pl.DataFrame, pairs: int, n: int) -> pl.Series:
+    """The matches of order n for pairs 0..pairs-1 (0 where `counts` has none)."""
+    order = counts.filter(n=n)
+    return pl.zeros(pairs, pl.Int64, eager=True).scatter(order["pair"], order["m"])
 
 
 def _shared_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
@@ -108,19 +111,21 @@ def _shared_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
 
 
 class _Layout:
-    """The 128-bit key of a token position in `_own_matches`: the pair, the numbers (1..,
-    `width` bits each) of the max_n tokens from there on, 0 past the end of the side, then
-    the side (output 0, reference 1). Two 64-bit halves: `hi` holds the pair and the first
-    `head` numbers, `lo` the other numbers and the side."""
+    """The 128-bit key of a token position in `_own_matches`: the pair, the ids (`width`
+    bits each) of the max_n tokens from there on, 0 past the end of the side, then the side
+    (output 0, reference 1). A token's id is its hash (62 bits, plus 1) where the key has
+    room for one token only, else its number among the batch's distinct tokens (from 1).
+    Two 64-bit halves: `hi` holds the pair and the first `head` ids, `lo` the other ids
+    and the side."""
 
     def __init__(self, pairs: int, tokens: int, max_n: int):
-        self.width, self.max_n = tokens.bit_length(), max_n  # numbers run up to `tokens`
-        self.head = (max_n + 1) // 2
+        self.hashed, self.max_n, self.head = max_n == 1, max_n, max_n // 2
+        self.width = 62 if self.hashed else tokens.bit_length()  # numbers run up to `tokens`
         self.fits = (pairs.bit_length() + self.head * self.width <= 63
                      and (max_n - self.head) * self.width + 1 <= 64)
 
     def key(self) -> pl.Expr:
-        def number(k: int) -> pl.Expr:  # of the token k places on, 0 past the side's end
+        def number(k: int) -> pl.Expr:  # the id of the token k places on, 0 past the side's end
             return (pl.when(pl.col("pos") + k < pl.col("len")).then(pl.col("t").shift(-k))
                     .otherwise(0).cast(pl.UInt64))
 
@@ -132,21 +137,26 @@ class _Layout:
             lo = lo * step + number(k)
         return hi.cast(pl.Int128) * 2**64 + (lo * 2 + pl.col("side")).cast(pl.Int128)
 
-    def prefix(self, n: int) -> tuple[pl.Expr, pl.Expr]:
-        """The pair and first n numbers: the part held in hi, the part held in lo."""
+    def prefix(self, n: int) -> list[pl.Expr]:
+        """The pair and first n numbers: the part held in hi (and the part held in lo)."""
         w = self.width
-        return (pl.col("hi") // 2**(w * max(self.head - n, 0)),
-                pl.col("lo") // 2**(1 + w * (self.max_n - max(n, self.head))))
+        if n <= self.head:
+            return [pl.col("hi") // 2**(w * (self.head - n))]
+        return [pl.col("hi"), pl.col("lo") // 2**(1 + w * (self.max_n - n))]
 
 
-def _numbered_tokens(pairs: pl.LazyFrame) -> pl.LazyFrame:
-    """(pair, side, pos, len, t): the tokens of both sides, each list in order, t numbering
-    the distinct tokens of the batch from 1."""
+def _numbered_tokens(pairs: pl.LazyFrame, layout: _Layout) -> pl.LazyFrame:
+    """(pair, side, pos, len, t): the tokens of both sides, each list in order, with their
+    ids (`_Layout`)."""
     sides = pl.concat([pairs.select("pair", side=pl.lit(side, pl.UInt64), tok=column)
                        for side, column in ((0, "ctok"), (1, "tok"))])
-    h = pl.col("h")
-    numbers = pl.int_range(1, h.n_unique() + 1, dtype=pl.UInt64)
-    return token_rows(sides, ["pair", "side"]).with_columns(t=h.replace_strict(h.unique(), numbers))
+    flat = token_rows(sides, ["pair", "side"]).collect()
+    if layout.hashed:
+        return flat.lazy().select("pair", "side", "pos", "len", t=pl.col("h") // 4 + 1)
+    distinct = flat["h"].unique()
+    numbers = pl.int_range(1, len(distinct) + 1, dtype=pl.UInt32, eager=True)
+    return flat.lazy().select("pair", "side", "pos", "len", t=pl.col("h").replace_strict(
+        distinct, numbers, return_dtype=pl.UInt32))
 
 
 def _own_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
@@ -159,7 +169,7 @@ def _own_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
     instead of one per n-gram and order."""
     count, tokens = pairs.select(pl.len(), (pl.col("c") + pl.col("r")).sum()).collect().row(0)
     layout = _Layout(count, tokens, max_n)
-    ordered = _numbered_tokens(pairs).select(key=layout.key()).collect()["key"].sort()
+    ordered = _numbered_tokens(pairs, layout).select(key=layout.key()).collect()["key"].sort()
     lo = pl.col("key").cast(pl.UInt64, wrap_numerical=True)
     halves = ordered.to_frame().lazy().select(
         hi=(pl.col("key") // 2**64).cast(pl.UInt64), lo=lo,
@@ -170,15 +180,15 @@ def _own_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
 def _order_matches(halves: pl.LazyFrame, layout: _Layout, n: int) -> pl.LazyFrame:
     """(pair, n, m) for order n from the sorted keys' halves and the running counts of
     output (o) and reference (r) positions."""
-    first, rest = layout.prefix(n)
-    last = (rest if n > layout.head else first) % 2**layout.width  # the n-th token's number
-    ends = ((first != first.shift(-1)) | (rest != rest.shift(-1))).fill_null(True)
+    prefix = layout.prefix(n)
+    last = prefix[-1] % 2**layout.width  # the n-th token's number
+    ends = pl.any_horizontal(p != p.shift(-1) for p in prefix).fill_null(True)
     o, r = pl.col("o"), pl.col("r")
     runs = halves.filter(ends).select(
-        pair=(first // 2**(layout.width * min(n, layout.head))).cast(pl.UInt32),
+        pair=(prefix[0] // 2**(layout.width * min(n, layout.head))).cast(pl.UInt32),
         has_gram=last != 0, c=o - o.shift(1, fill_value=0), r=r - r.shift(1, fill_value=0))
-    return (runs.filter("has_gram").group_by("pair")
-            .agg(m=pl.min_horizontal("c", "r").sum()).filter(pl.col("m") > 0)
+    return (runs.filter(pl.col("has_gram") & (pl.col("c") > 0) & (pl.col("r") > 0))
+            .group_by(pl.col("pair").set_sorted()).agg(m=pl.min_horizontal("c", "r").sum())
             .with_columns(n=pl.lit(n, pl.Int8)))
 
 

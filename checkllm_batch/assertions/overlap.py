@@ -77,8 +77,9 @@ def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, max_n: int,
 
     `cand` has (id, tok); `refs` has (id, ref, rid, tok) where `rid` numbers the distinct
     reference texts. References `shared` by many rows (a literal value; by default, when
-    there are at most half as many distinct references as pairs) are counted once and
-    joined; references of their own (a per-row value) are matched by one sort."""
+    there are at most half as many distinct references as pairs, or when the batch is too
+    large for `_Layout`'s key) are counted once and joined; references of their own (a
+    per-row value) are matched by one sort."""
     # collected: every use below must see the same pair numbers (a join's order may differ
     # from one run of a lazy plan to the next)
     pairs = (refs.join(cand.select("id", ctok="tok"), on="id").with_row_index("pair")

@@ -312,3 +312,13 @@ def test_wide_rows_make_short_batches(monkeypatch, tmp_path, suffix, texts):
     assert len(sizes) == 3 if texts == NARROW else len(sizes) >= 6  # 650 KB: 6 at least
     got = run.con.execute("SELECT list(output ORDER BY case_id) FROM cases").fetchone()[0]
     assert got == texts
+
+
+def test_an_empty_batch_is_no_batch():
+    """A reader's empty batch (an empty table, a CSV of headers only) is skipped, not an
+    error: the run then says the source has no rows."""
+    from checkllm_batch.load.outputs import rechunk
+
+    empty = pa.record_batch({"output": pa.array([], pa.string())})
+    one = pa.record_batch({"output": ["a"]})
+    assert [b.num_rows for b in rechunk([empty, one, empty], 10)] == [1]

@@ -182,7 +182,7 @@ def rechunk(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordB
     BATCH_BYTES each: wide rows make shorter batches."""
     for batch in batches:
         pieces = max(round(batch.nbytes / BATCH_BYTES), -(-batch.num_rows // rows), 1)
-        step = -(-batch.num_rows // pieces)
+        step = max(1, -(-batch.num_rows // pieces))  # an empty batch yields nothing
         for start in range(0, batch.num_rows, step):
             yield batch.slice(start, step)
 

@@ -179,15 +179,14 @@ def _batches(suite: Suite, outputs: Outputs, rows: int, config: dict[str, Any] |
         outputs = outputs.to_arrow()
     if isinstance(outputs, pa.Table):
         check_columns(outputs.column_names, "<table>")
-        return ("<table>", iter(outputs.to_batches(max_chunksize=rows)), outputs.num_rows,
-                outputs)
+        return "<table>", rechunk(outputs.to_batches(), rows), outputs.num_rows, outputs
     if isinstance(outputs, pa.RecordBatchReader):  # the CLI's filtered rows of a file
         return "<table>", rechunk(outputs, rows), None, (config or {}).get("outputs")
     if outputs is not None:
         source = str(outputs)
         return source, read_ahead(read_batches(source, rows)), row_count(source), source
     table = inline_outputs(suite)
-    return suite.path, iter(table.to_batches(max_chunksize=rows)), table.num_rows, None
+    return suite.path, rechunk(table.to_batches(), rows), table.num_rows, None
 
 
 def _fingerprint(identity: str | pa.Table | None, config: dict[str, Any]) -> str | None:

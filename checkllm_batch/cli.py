@@ -40,7 +40,8 @@ def main() -> None:
               ".csv, .parquet, or .html (the report).")
 @click.option("--db", default="results.duckdb", show_default=True, help="Results database.")
 @click.option("--batch-rows", default=api.BATCH_ROWS, show_default=True,
-              help="Rows per batch: peak memory follows this, not the dataset size.")
+              help="Rows per batch at most (wide rows make shorter batches, of about 64 "
+                   "MiB): peak memory follows the batch, not the dataset size.")
 @click.option("--filter-pattern", metavar="REGEX",
               help="Only cases whose test description matches REGEX.")
 @click.option("--filter-first-n", type=click.IntRange(min=0), metavar="N",

@@ -275,3 +275,50 @@ def test_reading_parquet_holds_one_row_group_not_the_file(tmp_path):
         del batch
         held = max(held, pa.total_allocated_bytes() - base)
     assert held < 4 * (path.stat().st_size / 20), held  # a few row groups, never the file
+
+
+
+NARROW = [f"{i:05d}" for i in range(3000)]
+WIDE = [f"{i:05d}" + ("x" * 2000 if i % 2 else "") for i in range(3000, 3600)]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl", "table"])
+@pytest.mark.parametrize("texts", [NARROW, NARROW + WIDE], ids=["narrow", "wide"])
+def test_wide_rows_make_short_batches(monkeypatch, tmp_path, suffix, texts):
+    """A batch's memory in flight grows with its bytes, not its rows: rows are cut into even
+    batches of about BATCH_BYTES (100 KB here), never more than batch_rows; every row once,
+    in order, and one case per row whatever the batches."""
+    from checkllm_batch.load import outputs
+
+    monkeypatch.setattr(outputs, "BATCH_BYTES", 100_000)
+    table = pa.table({"output": texts})
+    path = tmp_path / f"o{suffix}"
+    if suffix == ".parquet":
+        pq.write_table(table, path)
+    elif suffix == ".jsonl":
+        pl.from_arrow(table).write_ndjson(path)
+    if suffix != "table":
+        batches = list(outputs.read_batches(str(path), 1000))
+        assert pa.Table.from_batches(batches)["output"].to_pylist() == texts
+        assert all(b.num_rows <= 1000 and b.nbytes <= 150_000 for b in batches)
+        if texts == NARROW:  # 3000 rows, 48 KB
+            assert [b.num_rows for b in batches] == [1000, 1000, 1000]
+    suite = tmp_path / "s.yaml"
+    suite.write_text("tests:\n  - assert: [{type: contains, value: '0'}]\n")
+    run = cb.evaluate(str(suite), table if suffix == "table" else str(path),
+                      db=tmp_path / "r.duckdb", batch_rows=1000)
+    sizes = run.con.execute("SELECT list(rows ORDER BY batch) FROM run_batches").fetchone()[0]
+    assert sum(sizes) == len(texts) and max(sizes) <= 1000
+    assert len(sizes) == 3 if texts == NARROW else len(sizes) >= 6  # 650 KB: 6 at least
+    got = run.con.execute("SELECT list(output ORDER BY case_id) FROM cases").fetchone()[0]
+    assert got == texts
+
+
+def test_an_empty_batch_is_no_batch():
+    """A reader's empty batch (an empty table, a CSV of headers only) is skipped, not an
+    error: the run then says the source has no rows."""
+    from checkllm_batch.load.outputs import rechunk
+
+    empty = pa.record_batch({"output": pa.array([], pa.string())})
+    one = pa.record_batch({"output": ["a"]})
+    assert [b.num_rows for b in rechunk([empty, one, empty], 10)] == [1]

@@ -38,12 +38,14 @@ def js_string(value: Any) -> str:
     return str(value)
 
 
-def quoted(value: pl.Expr | str, limit: int = 80) -> pl.Expr:
-    """The value in quotes for a reason, shortened to `limit` characters."""
+def quoted(value: pl.Expr | str, limit: int = 80, words: str = "") -> pl.Expr:
+    """`words` and the value in quotes for a reason, the value shortened to `limit`
+    characters (its first limit - 1 and "…"). One concatenation of short pieces: each pass
+    over a column of per-row texts copies them."""
     value = value if isinstance(value, pl.Expr) else pl.lit(value)
-    short = pl.when(value.str.len_chars() > limit).then(
-        pl.concat_str([value.str.slice(0, limit - 1), pl.lit("…")])).otherwise(value)
-    return pl.concat_str([pl.lit('"'), short, pl.lit('"')])
+    last = pl.when(value.str.len_chars() > limit).then(pl.lit("…")).otherwise(
+        value.str.slice(limit - 1, 1))
+    return pl.concat_str([pl.lit(words + '"'), value.str.slice(0, limit - 1), last, pl.lit('"')])
 
 
 def on_failing(ctx: Ctx, passed: pl.Expr, text: Callable[[pl.Expr], pl.Expr], over: pl.Expr
@@ -60,7 +62,7 @@ def on_failing(ctx: Ctx, passed: pl.Expr, text: Callable[[pl.Expr], pl.Expr], ov
 def quoting(ctx: Ctx, passed: pl.Expr, words: str, value: pl.Expr) -> pl.Expr:
     """`words "value"` for the reason (value shortened), on the rows whose reason shows it.
     `passed` should be a column (`ctx.once`): it is read again here."""
-    return on_failing(ctx, passed, lambda v: pl.concat_str([pl.lit(words), quoted(v)]), value)
+    return on_failing(ctx, passed, lambda v: quoted(v, words=words), value)
 
 
 def _scalar(value: Any, spec: Any) -> None:
@@ -368,12 +370,13 @@ def regex(ctx: Ctx) -> Verdict:
                                                strict=False))  # null: Rust cannot compile
     found = pl.when(plain).then(ctx.output.str.contains(ctx.value, literal=True)
                                 ).otherwise(matched)
+    # (the text is searched for characters beyond U+FFFF only where the pattern needs it)
     slow_rows = ~plain & (rust.is_null() | (matched.is_null() & ctx.output.is_not_null())
-                          | (by_units & ctx.output.str.contains(ASTRAL)))
+                          | (by_units & pl.when(by_units).then(ctx.output).str.contains(ASTRAL)))
     slow = ctx.checked(_js_test, "", where=slow_rows, valid=plain)
-    return Verdict(pl.when(slow_rows).then(slow.passed).otherwise(found),
-                   pl.concat_str([pl.lit("match /"), ctx.value, pl.lit("/")]),
-                   detail=slow.detail)
+    passed = ctx.once(pl.when(slow_rows).then(slow.passed).otherwise(found))
+    return Verdict(passed, on_failing(ctx, passed, lambda source: pl.concat_str(
+        [pl.lit("match /"), source, pl.lit("/")]), ctx.value), detail=slow.detail)
 
 
 def _bound(value: Any, name: str) -> int | None:

@@ -113,15 +113,15 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
                          else verdict.passed.cast(pl.Float64)),
         name + "detail": (verdict.detail if verdict.detail is not None
                           else pl.lit(None, pl.String)),
-        name + "expect": expect.cast(pl.String),
         name + "named": (verdict.named if verdict.named is not None
                          else pl.lit(None, NAMED_SCORES)),
     }
     raw, detail = pl.col(name + "passed"), pl.col(name + "detail")
+    # `expect` is read here once, in place: Polars joins nested concatenations into one, so
+    # a per-row text is built once for its reason (a column in between would be a copy)
     failed = pl.concat_str([pl.lit("Expected output to " + ("not " if spec.negate else "")),
-                            pl.col(name + "expect")])
-    failed = pl.when(detail.is_null()).then(failed).otherwise(
-        pl.concat_str([failed, pl.lit(": "), detail]))
+                            expect.cast(pl.String),
+                            pl.concat_str([pl.lit(": "), detail]).fill_null("")])
     kind = pl.col("output_kind")
     stops = [Stop(e.is_not_null(), "error", e) for e in ctx.errors]  # the row's value
     if atype.needs_text:

@@ -86,6 +86,7 @@ TYPES: list[tuple[dict, Values] | tuple[dict, Values, str]] = [
     ({"type": "rouge-n", "value": "the quick brown fox."}, lambda os_, r: [
         _edit(o, r) for o in os_]),
     ({"type": "bleu", "value": "the quick brown fox."}, lambda os_, r: [_edit(o, r) for o in os_]),
+    ({"type": "gleu", "value": "the quick brown fox."}, lambda os_, r: [_edit(o, r) for o in os_]),
 ]
 
 

@@ -226,8 +226,9 @@ def test_shared_and_own_reference_matching_count_alike():
 
     from checkllm_batch.assertions.overlap import bleu_tokens, clipped_matches
 
-    outputs = ["the cat the cat sat", "a b a b a b", "", "one two three", "x y z"]
-    references = [["the cat sat the"], ["a b a", "b a b b"], ["x"], [], ["x y z", "x y z"]]
+    outputs = ["the cat the cat sat", "a b a b a b", "", "one two three", "x y z", "ü ü b"]
+    references = [["the cat sat the"], ["a b a", "b a b b"], ["x"], [], ["x y z", "x y z"],
+                  [" ", "Ü b ü ü"]]  # a reference without words
     rows = pl.DataFrame({"a": outputs, "b": references}).with_row_index("id")
     cand = rows.lazy().select("id", tok=bleu_tokens(pl.col("a")))
     refs = (rows.lazy().select("id", r="b").explode("r").drop_nulls("r")

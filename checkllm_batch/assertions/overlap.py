@@ -42,17 +42,23 @@ def gram_counts(frame: pl.LazyFrame, keys: list[str], max_n: int) -> pl.LazyFram
     return gram_rows(frame, keys, max_n).group_by(*keys, "n", "g").agg(cnt=pl.len().cast(pl.Int64))
 
 
+def token_rows(frame: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """(keys..., pos, len, h): one row per token of `tok`, in order, with its position in
+    its list, the list's length and its 64-bit hash."""
+    length = pl.col("tok").list.len().cast(pl.Int64)
+    return (frame.select(*keys, "tok", start=length.cum_sum() - length, len=length)
+            .explode("tok").drop_nulls("tok")
+            .select(*keys, pos=pl.int_range(pl.len(), dtype=pl.Int64) - pl.col("start"),
+                    len="len", h=pl.col("tok").hash(17)))
+
+
 def gram_rows(frame: pl.LazyFrame, keys: list[str], max_n: int) -> pl.LazyFrame:
     """(keys..., n, g): one row per n-gram occurrence (n = 1..max_n) in `tok`.
 
     Tokens are exploded once into one flat column of 64-bit hashes; an n-gram's hash
     combines the hashes of n consecutive rows (shifts over the flat column, wrapping
     arithmetic), kept only where the n rows belong to the same token list."""
-    length = pl.col("tok").list.len().cast(pl.Int64)
-    flat = (frame.select(*keys, "tok", start=length.cum_sum() - length, len=length)
-            .explode("tok").drop_nulls("tok")
-            .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int64) - pl.col("start"),
-                          h=pl.col("tok").hash(17)))
+    flat = token_rows(frame, keys)
     parts = []
     g = pl.col("h")
     for n in range(1, max_n + 1):
@@ -71,22 +77,27 @@ def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, max_n: int,
 
     `cand` has (id, tok); `refs` has (id, ref, rid, tok) where `rid` numbers the distinct
     reference texts. References `shared` by many rows (a literal value; by default, when
-    there are at most half as many distinct references as pairs) are counted once and
-    joined; references of their own (a per-row value) are matched by one sort."""
+    there are at most half as many distinct references as pairs, or when the batch is too
+    large for `_Layout`'s key) are counted once and joined; references of their own (a
+    per-row value) are matched by one sort."""
     # collected: every use below must see the same pair numbers (a join's order may differ
     # from one run of a lazy plan to the next)
     pairs = (refs.join(cand.select("id", ctok="tok"), on="id").with_row_index("pair")
              .with_columns(c=pl.col("ctok").list.len().cast(pl.Int64),
                            r=pl.col("tok").list.len().cast(pl.Int64)).collect().lazy())
-    if shared is None:  # (an own-match key holds the pair number in 29 bits)
-        shared = pairs.select((pl.col("rid").n_unique() * 2 <= pl.len()) | (pl.len() >= 2**29)
-                              ).collect().item()
-    counts = (_shared_matches if shared else _own_matches)(pairs, max_n)
-    wide = counts.group_by("pair").agg(
-        *(pl.col("m").filter(pl.col("n") == n).sum().alias(f"m{n}") for n in range(1, max_n + 1)))
-    return (pairs.join(wide, on="pair", how="left")
-            .with_columns(pl.col(f"m{n}").fill_null(0).cast(pl.Int64)
-                          for n in range(1, max_n + 1)))
+    if shared is None:
+        distinct, count, tokens = pairs.select(
+            pl.col("rid").n_unique(), pl.len(), (pl.col("c") + pl.col("r")).sum()).collect().row(0)
+        shared = distinct * 2 <= count or not _Layout(count, tokens, max_n).fits
+    counts = (_shared_matches if shared else _own_matches)(pairs, max_n).collect()
+    return pairs.with_columns(_per_pair(counts, pairs.select(pl.len()).collect().item(), n)
+                              .alias(f"m{n}") for n in range(1, max_n + 1))
+
+
+def _per_pair(counts: pl.DataFrame, pairs: int, n: int) -> pl.Series:
+    """The matches of order n for pairs 0..pairs-1 (0 where `counts` has none)."""
+    order = counts.filter(n=n)
+    return pl.zeros(pairs, pl.Int64, eager=True).scatter(order["pair"], order["m"])
 
 
 def _shared_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
@@ -100,33 +111,86 @@ def _shared_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
             .group_by("pair", "n").agg(m=pl.min_horizontal("cnt", "rc").sum()))
 
 
+class _Layout:
+    """The 128-bit key of a token position in `_own_matches`: the pair, the ids (`width`
+    bits each) of the max_n tokens from there on, 0 past the end of the side, then the side
+    (output 0, reference 1). A token's id is its hash (62 bits, plus 1) where the key has
+    room for one token only, else its number among the batch's distinct tokens (from 1).
+    Two 64-bit halves: `hi` holds the pair and the first `head` ids, `lo` the other ids
+    and the side."""
+
+    def __init__(self, pairs: int, tokens: int, max_n: int):
+        self.hashed, self.max_n, self.head = max_n == 1, max_n, max_n // 2
+        self.width = 62 if self.hashed else tokens.bit_length()  # numbers run up to `tokens`
+        self.fits = (pairs.bit_length() + self.head * self.width <= 63
+                     and (max_n - self.head) * self.width + 1 <= 64)
+
+    def key(self) -> pl.Expr:
+        def number(k: int) -> pl.Expr:  # the id of the token k places on, 0 past the side's end
+            return (pl.when(pl.col("pos") + k < pl.col("len")).then(pl.col("t").shift(-k))
+                    .otherwise(0).cast(pl.UInt64))
+
+        step = pl.lit(2**self.width, pl.UInt64)
+        hi, lo = pl.col("pair").cast(pl.UInt64), pl.lit(0, pl.UInt64)
+        for k in range(self.head):
+            hi = hi * step + number(k)
+        for k in range(self.head, self.max_n):
+            lo = lo * step + number(k)
+        return hi.cast(pl.Int128) * 2**64 + (lo * 2 + pl.col("side")).cast(pl.Int128)
+
+    def prefix(self, n: int) -> list[pl.Expr]:
+        """The pair and first n numbers: the part held in hi (and the part held in lo)."""
+        w = self.width
+        if n <= self.head:
+            return [pl.col("hi") // 2**(w * (self.head - n))]
+        return [pl.col("hi"), pl.col("lo") // 2**(1 + w * (self.max_n - n))]
+
+
+def _numbered_tokens(pairs: pl.LazyFrame, layout: _Layout) -> pl.LazyFrame:
+    """(pair, side, pos, len, t): the tokens of both sides, each list in order, with their
+    ids (`_Layout`)."""
+    sides = pl.concat([pairs.select("pair", side=pl.lit(side, pl.UInt64), tok=column)
+                       for side, column in ((0, "ctok"), (1, "tok"))])
+    flat = token_rows(sides, ["pair", "side"]).collect()
+    if layout.hashed:
+        return flat.lazy().select("pair", "side", "pos", "len", t=pl.col("h") // 4 + 1)
+    distinct = flat["h"].unique()
+    numbers = pl.int_range(1, len(distinct) + 1, dtype=pl.UInt32, eager=True)
+    return flat.lazy().select("pair", "side", "pos", "len", t=pl.col("h").replace_strict(
+        distinct, numbers, return_dtype=pl.UInt32))
+
+
 def _own_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
     """(pair, n, m) of the orders with matches, for references that are mostly each pair's
-    own. Every n-gram of both sides becomes one 128-bit key: its 64-bit hash, then the pair,
-    the order and the side (output 0, reference 1) in the low 32 bits. Sorted, a run of
-    equal n-grams of one pair holds the output's c occurrences, then the reference's r;
-    the reference's first min(c, r) are the clipped matches. One sort of plain integers:
-    about 3x cheaper than counting each side and joining the counts."""
-    assert max_n <= 4, "the order has 2 bits of the key"
+    own. Every token position of both sides becomes one 128-bit key (`_Layout`: the pair,
+    the numbers of the tokens that start there, the side). Sorted once, the positions that
+    start equal n-grams of one pair lie together for every order n at once (keys that
+    agree on the pair and the first n numbers); such a run holds c positions of the output
+    and r of the reference, min(c, r) clipped matches. One sort of one key per token,
+    instead of one per n-gram and order."""
+    count, tokens = pairs.select(pl.len(), (pl.col("c") + pl.col("r")).sum()).collect().row(0)
+    layout = _Layout(count, tokens, max_n)
+    ordered = _numbered_tokens(pairs, layout).select(key=layout.key()).collect()["key"].sort()
+    lo = pl.col("key").cast(pl.UInt64, wrap_numerical=True)
+    halves = ordered.to_frame().lazy().select(
+        hi=(pl.col("key") // 2**64).cast(pl.UInt64), lo=lo,
+        o=(lo % 2 == 0).cum_sum().cast(pl.Int64), r=(lo % 2).cum_sum().cast(pl.Int64))
+    return pl.concat([_order_matches(halves, layout, n) for n in range(1, max_n + 1)])
 
-    def keys(tokens: str, side: int) -> pl.LazyFrame:
-        low = (pl.col("pair").cast(pl.Int128) * 8 + (pl.col("n").cast(pl.Int128) - 1) * 2 + side)
-        return gram_rows(pairs.select("pair", tok=tokens), ["pair"], max_n).select(
-            key=pl.col("g").cast(pl.Int128) * 2**32 + low)
 
-    # Runs of equal keys: an n-gram's occurrences on one side of one pair; a reference run
-    # right after the output's run of the same n-gram (key - 1) matches min of their lengths.
-    # Sorted in one piece, eagerly: Polars 2.1's streaming run-length node panics on an
-    # empty side (a reference without words).
-    ordered = pl.concat([keys("ctok", 0), keys("tok", 1)]).sort("key").collect().rechunk()
-    runs = ordered.select(pl.col("key").rle()).unnest("key").lazy()
-    value, count = pl.col("value"), pl.col("len")
-    matched = ((value % 2 == 1) & (value.shift(1) == value - 1)).alias("matched")
-    pair_order = (value % 2**32 // 2).alias("po")  # pair * 4 + n - 1
-    return (runs.select(pair_order, matched, m=pl.min_horizontal(count, count.shift(1)))
-            .filter("matched").group_by("po").agg(pl.col("m").sum())
-            .select(pair=(pl.col("po") // 4).cast(pl.UInt32),
-                    n=(pl.col("po") % 4 + 1).cast(pl.Int8), m="m"))
+def _order_matches(halves: pl.LazyFrame, layout: _Layout, n: int) -> pl.LazyFrame:
+    """(pair, n, m) for order n from the sorted keys' halves and the running counts of
+    output (o) and reference (r) positions."""
+    prefix = layout.prefix(n)
+    last = prefix[-1] % 2**layout.width  # the n-th token's number
+    ends = pl.any_horizontal(p != p.shift(-1) for p in prefix).fill_null(True)
+    o, r = pl.col("o"), pl.col("r")
+    runs = halves.filter(ends).select(
+        pair=(prefix[0] // 2**(layout.width * min(n, layout.head))).cast(pl.UInt32),
+        has_gram=last != 0, c=o - o.shift(1, fill_value=0), r=r - r.shift(1, fill_value=0))
+    return (runs.filter(pl.col("has_gram") & (pl.col("c") > 0) & (pl.col("r") > 0))
+            .group_by(pl.col("pair").set_sorted()).agg(m=pl.min_horizontal("c", "r").sum())
+            .with_columns(n=pl.lit(n, pl.Int8)))
 
 
 Scorer = Callable[[pl.LazyFrame, pl.LazyFrame], pl.LazyFrame]  # (cand, refs) -> (id, score)

@@ -85,13 +85,14 @@ def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, max_n: int,
     pairs = (refs.join(cand.select("id", ctok="tok"), on="id").with_row_index("pair")
              .with_columns(c=pl.col("ctok").list.len().cast(pl.Int64),
                            r=pl.col("tok").list.len().cast(pl.Int64)).collect().lazy())
+    distinct, count, tokens = pairs.select(
+        pl.col("rid").n_unique(), pl.len(), (pl.col("c") + pl.col("r")).sum()).collect().row(0)
+    layout = _Layout(count, tokens, max_n)
     if shared is None:
-        distinct, count, tokens = pairs.select(
-            pl.col("rid").n_unique(), pl.len(), (pl.col("c") + pl.col("r")).sum()).collect().row(0)
-        shared = distinct * 2 <= count or not _Layout(count, tokens, max_n).fits
-    counts = (_shared_matches if shared else _own_matches)(pairs, max_n).collect()
-    return pairs.with_columns(_per_pair(counts, pairs.select(pl.len()).collect().item(), n)
-                              .alias(f"m{n}") for n in range(1, max_n + 1))
+        shared = distinct * 2 <= count or not layout.fits
+    counts = (_shared_matches(pairs, max_n) if shared else _own_matches(pairs, layout)).collect()
+    return pairs.with_columns(_per_pair(counts, count, n).alias(f"m{n}")
+                              for n in range(1, max_n + 1))
 
 
 def _per_pair(counts: pl.DataFrame, pairs: int, n: int) -> pl.Series:
@@ -160,7 +161,7 @@ def _numbered_tokens(pairs: pl.LazyFrame, layout: _Layout) -> pl.LazyFrame:
         distinct, numbers, return_dtype=pl.UInt32))
 
 
-def _own_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
+def _own_matches(pairs: pl.LazyFrame, layout: _Layout) -> pl.LazyFrame:
     """(pair, n, m) of the orders with matches, for references that are mostly each pair's
     own. Every token position of both sides becomes one 128-bit key (`_Layout`: the pair,
     the numbers of the tokens that start there, the side). Sorted once, the positions that
@@ -168,14 +169,12 @@ def _own_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
     agree on the pair and the first n numbers); such a run holds c positions of the output
     and r of the reference, min(c, r) clipped matches. One sort of one key per token,
     instead of one per n-gram and order."""
-    count, tokens = pairs.select(pl.len(), (pl.col("c") + pl.col("r")).sum()).collect().row(0)
-    layout = _Layout(count, tokens, max_n)
     ordered = _numbered_tokens(pairs, layout).select(key=layout.key()).collect()["key"].sort()
     lo = pl.col("key").cast(pl.UInt64, wrap_numerical=True)
     halves = ordered.to_frame().lazy().select(
         hi=(pl.col("key") // 2**64).cast(pl.UInt64), lo=lo,
         o=(lo % 2 == 0).cum_sum().cast(pl.Int64), r=(lo % 2).cum_sum().cast(pl.Int64))
-    return pl.concat([_order_matches(halves, layout, n) for n in range(1, max_n + 1)])
+    return pl.concat([_order_matches(halves, layout, n) for n in range(1, layout.max_n + 1)])
 
 
 def _order_matches(halves: pl.LazyFrame, layout: _Layout, n: int) -> pl.LazyFrame:

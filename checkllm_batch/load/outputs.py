@@ -35,8 +35,13 @@ FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv
 
 def read_batches(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
     """Record batches of at most `batch_rows` rows and about BATCH_BYTES from `source`."""
+    return rechunk(_read(source, batch_rows), batch_rows)
+
+
+def _read(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The source's batches as its reader cuts them, their names and text checked."""
     if source.startswith("duckdb:"):
-        yield from rechunk(_duckdb(source, batch_rows), batch_rows)
+        yield from _duckdb(source, batch_rows)
         return
     path = Path(source)
     if not path.exists():
@@ -58,10 +63,9 @@ def read_batches(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
         else:  # JSON: names checked as records are read, before output_kind is added
             json_batches = (_json_document(path, batch_rows) if _is_json_document(path)
                             else _jsonl(path, batch_rows))  # promptfoo's results file, or lines
-            yield from (checked(b, source, names=False)
-                        for b in rechunk(json_batches, batch_rows))
+            yield from (checked(b, source, names=False) for b in json_batches)
             return
-        yield from (checked(b, source) for b in rechunk(batches, batch_rows))
+        yield from (checked(b, source) for b in batches)
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"{source}: cannot read: {str(e).splitlines()[0]}") from None
     except UnicodeDecodeError:  # a CSV header (names) in another encoding

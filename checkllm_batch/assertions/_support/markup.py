@@ -192,13 +192,37 @@ def contains_xml_check(text: str | None, required: tuple[str, ...]
 
 MAX_HTML = 10 * 1024 * 1024  # promptfoo's input size limit for HTML checks
 _WRAPPERS = ("html", "head", "body")
-_LITERAL = {t: re.compile(f"<{t}(?=[\\s>/])") for t in _WRAPPERS}
+# promptfoo looks for them in the lower-cased output: the same matches, at the same places
+_LITERAL = {t: re.compile(f"<{t}(?=[\\s>/])", re.I) for t in _WRAPPERS}
+# what may come before a tag that starts <html> (or <head>) itself: else the element is implied
+_BEFORE = {"html": re.compile(r"(?:\s|<!--.*?-->|<!doctype[^>]*>)*", re.S | re.I),
+           "head": re.compile(r"(?:\s|<!--.*?-->|<!doctype[^>]*>|<html(?:[\s/][^>]*)?>)*",
+                              re.S | re.I)}
+_PROBE = "data-checkllm-probe"
+
+
+def _written(trimmed: str) -> set[str]:
+    """The wrappers (html, head, body) that the output's own tag starts: parse5 gives only
+    those a source location. A wrapper tag after content that already implied its element
+    (`plain <body>`: the text opened <body>) merges into that element and does not count."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    def starts(tag: str, at: int) -> bool:
+        if tag in _BEFORE:
+            return _BEFORE[tag].fullmatch(trimmed, 0, at) is not None
+        before = LexborHTMLParser(trimmed[:at], scripting=True).body
+        if before is not None and before.child is not None:
+            return False  # <body> was implied before this tag
+        probed = LexborHTMLParser(trimmed[:at] + f"<body {_PROBE}>", scripting=True).body
+        return probed is not None and _PROBE in probed.attributes  # a tag, not comment text
+
+    return {t for t in _WRAPPERS if any(starts(t, m.start()) for m in _LITERAL[t].finditer(trimmed))}
 
 
 def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None]:
     """promptfoo's rule over an HTML5 parse (lexbor here, parse5 there): no text directly in
     an implied <body>, and at least one recognised element written by the output (an
-    html/head/body counts only when the output writes that tag)."""
+    html/head/body counts only when the output's own tag starts it)."""
     from selectolax.lexbor import LexborHTMLParser
 
     trimmed = (text or "").strip(JS_CHARS)
@@ -208,9 +232,8 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
         return False, "Output exceeds maximum size limit"
     if re.match(r"<\?xml", trimmed, re.I):
         return False, "Output appears to be XML, not HTML"
-    tree = LexborHTMLParser(trimmed)
-    lower = trimmed.lower()
-    written = {t for t in _WRAPPERS if _LITERAL[t].search(lower)}
+    tree = LexborHTMLParser(trimmed, scripting=True)  # as parse5 parses <noscript>
+    written = _written(trimmed)
     body = tree.body
     if body is not None and "body" not in written and any(
             n.tag == "-text" and (n.text_content or "").strip(JS_CHARS)

@@ -28,8 +28,14 @@ CANNOT_RUN = {
     "guardrails": "it reads a provider's guardrail flags, which stored outputs do not carry",
     "pi": "it needs the remote Pi Labs scorer; use llm-rubric or g-eval with a judge",
     "search-rubric": "it needs a judge that searches the web; use llm-rubric",
+    "agent-rubric": "it needs an agentic grader (a coding-agent SDK); use llm-rubric with a "
+                    "judge",
     **{t: "outputs datasets carry no traces" for t in
        ("trace-span-count", "trace-span-duration", "trace-error-spans")},
+    **{f"trajectory:{t}": "it reads an agent's trace (its steps), which outputs datasets do not "
+       "carry; tool calls stored in a `tool_calls` column are checked by tools-called, "
+       "tool-call-sequence, tool-args and tool-call-count" for t in
+       ("tool-used", "tool-args-match", "tool-sequence", "step-count", "goal-success")},
 }
 COMMON_FIELDS = {"value", "provider", "rubricPrompt"}  # besides schema.Assertion's
 

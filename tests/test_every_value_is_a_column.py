@@ -39,7 +39,17 @@ from checkllm_batch.judge.protocol import ScriptedJudge
 Case = tuple[dict[str, Any] | list[dict[str, Any]], dict[str, Any] | list[dict[str, Any]]]
 
 TOOL_CALLS = json.dumps(CALLS)
+SKILLS = json.dumps({"skillCalls": [{"name": "token-skill", "source": "tool"},
+                                    {"name": "project:check"}]})
 OWN: list[Case] = [
+    ({"type": "skill-used", "value": "token-skill"}, {"output": "", "metadata": SKILLS}),
+    ({"type": "skill-used", "value": ["token-skill", "nope"]}, {"output": "", "metadata": SKILLS}),
+    ({"type": "not-skill-used", "value": ["nope", "project:check"]},
+     {"output": "", "metadata": SKILLS}),
+    ({"type": "skill-used", "value": {"pattern": "PROJECT:*", "min": 1, "max": 1}},
+     {"output": "", "metadata": SKILLS}),
+    ({"type": "skill-used", "value": {"name": "token-skill", "max": 0}},
+     {"output": "", "metadata": SKILLS}),
     ({"type": "min-length", "value": 3}, {"output": "abcd"}),
     ({"type": "min-length", "value": 5}, {"output": "abc"}),
     ({"type": "max-length", "value": 3}, {"output": "ab"}),

@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (registration)
     overlap,
     promptkit,
     provider,
+    skills,
     structure,
     text,
     tools,

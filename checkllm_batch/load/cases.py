@@ -179,7 +179,7 @@ def _json_text(df: pl.DataFrame, name: str) -> pl.Expr:
 
 
 def _provider_metadata(df: pl.DataFrame) -> list[pl.Expr]:
-    """finish_reason as text, logprobs as a list of floats, tools as JSON text."""
+    """finish_reason as text, logprobs as a list of floats, tools and metadata as JSON text."""
     out = [pl.col("finish_reason").cast(pl.String) if "finish_reason" in df.columns
            else pl.lit(None, pl.String).alias("finish_reason")]
     logprobs = pl.List(pl.Float64)
@@ -191,7 +191,7 @@ def _provider_metadata(df: pl.DataFrame) -> list[pl.Expr]:
                    .str.json_decode(logprobs).alias("logprobs"))
     else:
         out.append(pl.col("logprobs").cast(logprobs, strict=False))
-    out.append(_json_or_null(df, "tools").alias("tools"))
+    out += [_json_or_null(df, name).alias(name) for name in ("tools", "metadata")]
     return out
 
 

@@ -6,15 +6,19 @@ Per result: `output` is `response.output` (null when the provider failed: its
 `response.error` becomes the `provider_error` var); `provider` the provider's label, else
 its id; `prompt` the prompt's label (the template: metrics group by it) and
 `rendered_prompt` the prompt as sent; `test_id` the test's description; `latency_ms` and
-`cost` promptfoo's. Every test var is a column, except one named like a column above
-(promptfoo's own verdicts are left out: they are what is being re-scored)."""
+`cost` promptfoo's; `finish_reason` and `metadata` the response's `finishReason` and
+`metadata` (an agent's `skillCalls`, for skill-used) when it has them. Every test var is a
+column, except one named like a column above (promptfoo's own verdicts are left out: they
+are what is being re-scored)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 CORE = ("output", "provider", "prompt", "rendered_prompt", "test_id", "latency_ms", "cost",
-        "provider_error")
+        "provider_error", "finish_reason", "metadata")
+# the response's fields that become columns when present: name there -> column
+RESPONSE = {"error": "provider_error", "finishReason": "finish_reason", "metadata": "metadata"}
 
 
 def is_result(record: dict[str, Any]) -> bool:
@@ -48,6 +52,6 @@ def row(result: dict[str, Any]) -> dict[str, Any]:
         "latency_ms": result.get("latencyMs", response.get("latencyMs")),
         "cost": result.get("cost", response.get("cost")),
     }
-    if response.get("error") is not None:
-        out["provider_error"] = response["error"]
+    out |= {column: response[field] for field, column in RESPONSE.items()
+            if response.get(field) is not None}
     return {**{k: v for k, v in vars_.items() if k not in CORE}, **out}

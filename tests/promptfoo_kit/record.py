@@ -10,7 +10,9 @@ Rows we decide to grade differently keep promptfoo's answer and say why in "diff
 A suite promptfoo refuses when it loads it (a schema error) gives every case that error:
 record such a case on its own. The kit's `verbatim` provider passes cost and latency on, not
 a finish reason: unit-misc.jsonl's finish-reason rows were recorded with a copy of the kit
-whose provider also sets `resp.finishReason = vars.finish_reason` when that var is given.
+whose provider also sets `resp.finishReason = vars.finish_reason` when that var is given,
+and skill-used.jsonl's rows with one whose provider sets `resp.metadata = vars.metadata`
+(the row's `columns.metadata`).
 """
 
 from __future__ import annotations

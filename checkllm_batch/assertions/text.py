@@ -379,49 +379,38 @@ def regex(ctx: Ctx) -> Verdict:
         [pl.lit("match /"), source, pl.lit("/")]), ctx.value), detail=slow.detail)
 
 
-def _bound(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    # a string as JavaScript's Number() reads it: " 3 ", "3.0", "0x3", and "" as 0
-    number = to_number(value) if isinstance(value, str) else value
-    if isinstance(number, bool) or not isinstance(number, (int, float)) \
-            or not math.isfinite(number) or number != int(number):
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    return int(number)
-
-
-def _word_range(value: Any, spec: Any) -> tuple[int | None, int | None]:
-    """(min, max) inclusive; an exact count gives min == max."""
-    if isinstance(value, dict):
-        unknown = set(value) - {"min", "max"}
-        if unknown or not value:
+def _word_range(value: Any, spec: Any) -> tuple[float, float, str]:
+    """[min, max] as promptfoo reads the value, and what the reason expects: an exact count
+    (a number, or text that is one) gives min == max; a mapping its `min` and/or `max`,
+    which must be in order. Bounds compare as JavaScript compares them with a count
+    (`Number()`: " 3 " is 3, null is 0); a bound that is no number compares false either
+    way (`min` +inf, `max` -inf)."""
+    if not isinstance(value, dict):
+        exact = to_number(value) if isinstance(value, str) or (
+            isinstance(value, (int, float)) and not isinstance(value, bool)) else math.nan
+        if math.isnan(exact):
             raise ValueError("value must be a number or a mapping with `min` and/or `max`")
-        low, high = _bound(value.get("min"), "min"), _bound(value.get("max"), "max")
-        if low is not None and high is not None and low > high:
-            raise ValueError(f"min ({low}) must not exceed max ({high})")
-        return low, high
-    exact = _bound(value, "value")
-    if exact is None:
+        return exact, exact, f"have exactly {exact:g} words"
+    if set(value) - {"min", "max"} or not value:
         raise ValueError("value must be a number or a mapping with `min` and/or `max`")
-    return exact, exact
-
-
-def _words_expect(bounds: tuple[int | None, int | None]) -> str:
-    low, high = bounds
-    if low == high:
-        return f"have exactly {low} words"
-    return "have " + " and ".join(
-        s for s in (low is not None and f"at least {low}", high is not None and f"at most {high}")
-        if s) + " words"
+    low, high = (to_number(value[k]) if k in value else None for k in ("min", "max"))
+    if low is not None and high is not None and not low <= high:
+        raise ValueError(f"min ({value['min']}) must be less than or equal to max "
+                         f"({value['max']})")
+    expect = " and ".join(f"at {word} {value[k]}" for k, word in (("min", "least"),
+                                                                   ("max", "most")) if k in value)
+    return (-math.inf if low is None else math.inf if math.isnan(low) else low,
+            math.inf if high is None else -math.inf if math.isnan(high) else high,
+            f"have {expect} words")
 
 
 @assertion("word-count", prepare=_word_range)
 def word_count(ctx: Ctx) -> Verdict:
     """The number of whitespace-separated words equals the value, or lies in [min, max]."""
-    low, high = (ctx.column(operator.itemgetter(i), pl.Int64) for i in (0, 1))
+    low, high = (ctx.column(operator.itemgetter(i), pl.Float64) for i in (0, 1))
     words = ctx.output.str.count_matches(WORD)
-    within = (low.is_null() | (words >= low)) & (high.is_null() | (words <= high))
-    return Verdict(within, ctx.column(_words_expect, pl.String),
+    within = (words >= low) & (words <= high)
+    return Verdict(within, ctx.column(operator.itemgetter(2), pl.String),
                    detail=pl.format("{} words", words))
 
 

@@ -131,12 +131,15 @@ def test_openai_tools_call(tmp_path, row, status):
 
 
 def test_tools_per_row_column_and_missing_tools(tmp_path):
+    """No tools declared fails, as in promptfoo, and fails `not-` too (a configuration gap)."""
     rows = [{"output": json.dumps([call("get_weather", {"city": "Rome"})]),
              "tools": json.dumps([WEATHER])},
             {"output": json.dumps([call("get_weather", {"city": "Rome"})]), "tools": None}]
     got = run_assertion(tmp_path, {"type": "is-valid-openai-tools-call"}, rows)
     assert got[0]["status"] == "pass"
-    assert got[1]["status"] == "error" and "no tools declared" in got[1]["reason"]
+    assert got[1]["status"] == "fail" and "no tools declared" in got[1]["reason"]
+    negated = run_assertion(tmp_path, {"type": "not-is-valid-openai-tools-call"}, rows)
+    assert [g["status"] for g in negated] == ["fail", "fail"]
 
 
 FUNCTIONS = [{"name": "get_weather", "parameters": WEATHER["function"]["parameters"]}]
@@ -362,7 +365,7 @@ def test_tools_come_from_the_cases_provider_in_the_suite(tmp_path):
         "  - id: openai:gpt-4o-mini\n"
         "    label: mini\n"
         "    config:\n"
-        "      tools: [{type: function, function: {name: get_time}}]\n"
+        "      tools: [{type: function, function: {name: get_time, parameters: {}}}]\n"
         "  - echo\n"
         "assert:\n"
         "  - type: is-valid-openai-tools-call\n", encoding="utf-8")
@@ -374,7 +377,7 @@ def test_tools_come_from_the_cases_provider_in_the_suite(tmp_path):
     outputs = pl.DataFrame({"provider": ["openai:gpt-4o", "mini", "echo"],
                             "output": [weather, weather, weather]})
     got = cb.evaluate(suite, outputs).assertion_results.sort("case_id")
-    assert got["status"].to_list() == ["pass", "fail", "error"]
+    assert got["status"].to_list() == ["pass", "fail", "fail"]
     assert 'no function with that name' in got["reason"][1]
     assert "no tools declared" in got["reason"][2]
 

@@ -134,8 +134,35 @@ def _calls_and_tools(ctx: Ctx, key: str) -> pl.Expr:
     for name, found in by_provider.items():  # rendered with each case's vars, as promptfoo does
         of_provider = pl.when(pl.col("provider") == name).then(template.text(found)) \
             .otherwise(of_provider)
-    return pl.struct(calls=_calls(ctx),
-                     tools=pl.coalesce(pl.col("tools"), fallback, of_provider))
+    tools = pl.coalesce(pl.col("tools"), fallback, of_provider)
+    # a declaration holding a template is rendered with the case's vars, as promptfoo does
+    return pl.struct(calls=_calls(ctx), tools=tools, vars=pl.when(
+        tools.str.contains("{{", literal=True) | tools.str.contains("{%", literal=True))
+        .then(pl.col("vars")))
+
+
+def _rendered(pair: dict) -> dict:
+    """The pair with its declared tools rendered over the case's vars (when it has some)."""
+    if pair.get("vars") is None:
+        return pair
+    tools = template.render(json.loads(pair["tools"]), json.loads(pair["vars"]))
+    return {**pair, "tools": json.dumps(tools)}
+
+
+def _tools_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None]:
+    return tools_call_check(_rendered(pair))
+
+
+def _function_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None]:
+    return function_call_check(_rendered(pair))
+
+
+def _call_verdict(result: pl.Expr, expect: str) -> Verdict:
+    """ok null: the declarations cannot be used (none, none usable, a schema that does not
+    compile): the row fails outright, `not-` included."""
+    ok = result.struct.field("ok")
+    return Verdict(ok.fill_null(False), expect, detail=result.struct.field("detail"),
+                   fails=ok.is_null())
 
 
 def _calls(ctx: Ctx) -> pl.Expr:
@@ -156,9 +183,8 @@ def _functions_value(value: Any, spec: Any) -> list | None:
            prepare=_tools_value, **PARSED)
 def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
     """Every tool call names a declared tool and its JSON arguments match its parameters."""
-    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "tools"), tools_call_check))
-    return Verdict(result.struct.field("ok"), "be a valid OpenAI tools call",
-                   detail=result.struct.field("detail"))
+    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "tools"), _tools_check))
+    return _call_verdict(result, "be a valid OpenAI tools call")
 
 
 @assertion("is-valid-openai-function-call", aliases=("is-valid-function-call",),
@@ -166,10 +192,8 @@ def is_valid_openai_tools_call(ctx: Ctx) -> Verdict:
 def is_valid_openai_function_call(ctx: Ctx) -> Verdict:
     """The output is a function call (legacy OpenAI, or Google's when the declared tools are
     Google's) whose arguments match the declared function."""
-    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "functions"),
-                                         function_call_check))
-    return Verdict(result.struct.field("ok"), "be a valid OpenAI function call",
-                   detail=result.struct.field("detail"))
+    result = ctx.once(over_distinct_pool(_calls_and_tools(ctx, "functions"), _function_check))
+    return _call_verdict(result, "be a valid OpenAI function call")
 
 
 # --- tool-call-f1 ---------------------------------------------------------------------------

@@ -1,6 +1,11 @@
 """OpenAI tools/function calls (and Google function calls) checked against declared schemas,
 for is-valid-openai-tools-call and is-valid-openai-function-call (structure.py). Each check
 takes one distinct pair {calls, tools} (JSON text) and says whether it holds, and why not.
+
+A declaration the check cannot use gives ok None: no tools at all, none usable (a function
+needs a name and a `parameters` schema, as promptfoo 0.123.1 finds it), or a schema that does
+not compile. structure.py fails such a row outright, `not-` included (a configuration
+problem, not a property of the output).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import orjson
 
 NO_TOOLS = ("no tools declared: give them in the assertion (value or config.tools), in the "
             "config of the case's provider under `providers:`, or in a `tools` column")
+NO_USABLE = "no usable function declared (each needs a name and a `parameters` schema)"
 
 
 def _loads(text: Any) -> Any:
@@ -36,14 +42,43 @@ def _validate_args(name: str, arguments: str, schema: dict | None) -> str | None
 def _schema_problem(name: str, args: Any, schema: dict | None) -> str | None:
     if schema is None:
         return None
-    try:
-        validator = jsonschema_rs.validator_for(schema)
-    except (jsonschema_rs.ValidationError, ValueError) as e:
-        return f'tool "{name}" has an invalid parameters schema: {e}'
+    validator = jsonschema_rs.validator_for(schema)  # callers check it compiles (_compiles)
     if validator.is_valid(args):
         return None
     error = next(iter(validator.iter_errors(args)))
     return f'Call to "{name}" does not match schema: {error.message}'
+
+
+def _compiles(name: str, schema: Any) -> str | None:
+    """Why the `parameters` of `name` is not a usable JSON Schema, if it is not."""
+    try:
+        jsonschema_rs.validator_for(schema)
+    except (jsonschema_rs.ValidationError, ValueError) as e:
+        return f'tool "{name}" has an invalid parameters schema: {e}'
+    return None
+
+
+def _usable(functions: list) -> dict[str, dict]:
+    """The declared functions promptfoo can check a call against, by name: those with a
+    non-empty name and a `parameters` mapping (the first of a name counts)."""
+    by_name: dict[str, dict] = {}
+    for f in functions:
+        if isinstance(f, dict) and isinstance(f.get("name"), str) and f["name"]:
+            by_name.setdefault(f["name"], f)
+    return {name: f for name, f in by_name.items() if isinstance(f.get("parameters"), dict)}
+
+
+def _call_problem(name: str, arguments: str, functions: dict[str, dict]
+                  ) -> tuple[bool | None, str] | None:
+    """A call checked against the usable functions: None when it holds."""
+    if name not in functions:
+        return False, f'Called "{name}", but there is no function with that name'
+    schema = functions[name]["parameters"]
+    unusable = _compiles(name, schema)
+    if unusable:
+        return None, unusable
+    problem = _validate_args(name, arguments, schema)
+    return (False, problem) if problem else None
 
 
 _MCP_ERROR = re.compile(r"MCP Tool Error \(([^)]+)\): (.+)")
@@ -68,16 +103,15 @@ def tools_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | None
     tools = _loads(pair["tools"])
     if not isinstance(tools, list):
         return None, NO_TOOLS
-    functions = {t["function"]["name"]: t["function"] for t in tools
-                 if isinstance(t, dict) and t.get("type") == "function"
-                 and isinstance(t.get("function"), dict) and "name" in t["function"]}
+    functions = _usable([t["function"] for t in tools if isinstance(t, dict)
+                         and t.get("type") == "function" and isinstance(t.get("function"), dict)])
+    if not functions:
+        return None, NO_USABLE
     for call in calls:
         fn = call["function"]
-        if fn["name"] not in functions:
-            return False, f'Called "{fn["name"]}", but there is no function with that name'
-        problem = _validate_args(fn["name"], fn["arguments"], functions[fn["name"]].get("parameters"))
+        problem = _call_problem(fn["name"], fn["arguments"], functions)
         if problem:
-            return False, problem
+            return problem
     return True, None
 
 
@@ -96,15 +130,10 @@ def function_call_check(pair: dict, _: Any = None) -> tuple[bool | None, str | N
         return False, f"not a valid-looking function call: {str(pair['calls'])[:200]}"
     if not isinstance(functions, list):
         return None, NO_TOOLS.replace("config.tools", "config.functions")
-    by_name = {f.get("name"): f for f in functions if isinstance(f, dict)}
-    if isinstance(functions, list) and not by_name.get(call["name"]):  # tools-shaped list
-        by_name.update({t["function"].get("name"): t["function"] for t in functions
-                        if isinstance(t, dict) and isinstance(t.get("function"), dict)})
-    schema = (by_name.get(call["name"]) or {}).get("parameters")
-    if call["name"] not in by_name or schema is None:
-        return False, f'Called "{call["name"]}", but there is no function with that name'
-    problem = _validate_args(call["name"], call["arguments"], schema)
-    return (False, problem) if problem else (True, None)
+    usable = _usable(functions)
+    if not usable:
+        return None, NO_USABLE
+    return _call_problem(call["name"], call["arguments"], usable) or (True, None)
 
 
 _GEMINI_TYPES = {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT"}
@@ -147,6 +176,9 @@ def _google_calls_check(output: Any, tools: list) -> tuple[bool | None, str | No
             return False, f'Called "{name}", but there is no function with that name'
         schema = by_name[name].get("parameters")
         if args and schema:
+            unusable = _compiles(name, _lower_types(schema))
+            if unusable:
+                return None, unusable
             problem = _schema_problem(name, args, _lower_types(schema))
             if problem:
                 return False, problem

@@ -234,7 +234,9 @@ def bleu_tokens(text: pl.Expr) -> pl.Expr:
 def bleu_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
     per_ref = clipped_matches(cand, refs, MAX_N)
     c = pl.col("c")
-    closest = pl.col("r").sort_by((pl.col("r") - c).abs(), pl.col("r")).first()
+    # a blank reference is one empty token to promptfoo ("".split(/\s+/) is [""]): length 1
+    r = pl.max_horizontal("r", 1)
+    closest = r.sort_by((r - c).abs(), r).first()
     per_id = per_ref.group_by("id").agg(c.first(), closest.alias("r"),
                                         *(pl.col(f"m{n}").max() for n in range(1, MAX_N + 1)))
     usable = [(c - n + 1) > 0 for n in range(1, MAX_N + 1)]

@@ -8,6 +8,7 @@ sort (no Python loop over rows). Identical (output, references) pairs are scored
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import polars as pl
@@ -243,7 +244,10 @@ def bleu_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
     logs = [pl.when(u).then(pl.max_horizontal(pl.col(f"m{n}") / (c - n + 1), 1e-7).log())
             .otherwise(0.0) for n, u in zip(range(1, MAX_N + 1), usable)]
     orders = pl.sum_horizontal([u.cast(pl.Float64) for u in usable])
-    mean_log = pl.sum_horizontal(logs) / orders
+    # weighted (w / Σw) and added order by order from 1 up, as promptfoo adds them: the same
+    # float to the last bit (pl.sum_horizontal adds in another order)
+    weight = 0.25 / (orders * 0.25)
+    mean_log = functools.reduce(lambda acc, log: acc + log * weight, logs, pl.lit(0.0))
     bp = pl.when(c > pl.col("r")).then(1.0).otherwise((1 - pl.col("r") / c).exp())
     score = pl.when(orders == 0).then(0.0).otherwise(bp * mean_log.exp())
     return per_id.select("id", score=score)

@@ -388,7 +388,9 @@ def meteor(ctx: Ctx) -> Verdict:
     except WordNetMissing as e:  # every row is an error naming what is missing
         return Verdict(pl.lit(None, pl.Boolean), "have a METEOR score", detail=pl.lit(str(e)))
     params = ctx.fixed if ctx.row is None else _meteor_params(None, ctx.spec)
-    value = pl.lit(None, pl.String) if ctx.row is None else ctx.value
+    # each row's references: its rendered text, or each rendered item of a list value
+    value = pl.lit(None, pl.List(pl.String)) if ctx.row is None else ctx.column(
+        lambda p: list(p[0]), pl.List(pl.String), lambda v: pl.concat_list(v))
     score = ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
         batch_scorer(params), return_dtype=pl.Float64))
     t = ctx.threshold

@@ -8,6 +8,7 @@ sort (no Python loop over rows). Identical (output, references) pairs are scored
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import polars as pl
@@ -234,14 +235,19 @@ def bleu_tokens(text: pl.Expr) -> pl.Expr:
 def bleu_scores(cand: pl.LazyFrame, refs: pl.LazyFrame) -> pl.LazyFrame:
     per_ref = clipped_matches(cand, refs, MAX_N)
     c = pl.col("c")
-    closest = pl.col("r").sort_by((pl.col("r") - c).abs(), pl.col("r")).first()
+    # a blank reference is one empty token to promptfoo ("".split(/\s+/) is [""]): length 1
+    r = pl.max_horizontal("r", 1)
+    closest = r.sort_by((r - c).abs(), r).first()
     per_id = per_ref.group_by("id").agg(c.first(), closest.alias("r"),
                                         *(pl.col(f"m{n}").max() for n in range(1, MAX_N + 1)))
     usable = [(c - n + 1) > 0 for n in range(1, MAX_N + 1)]
     logs = [pl.when(u).then(pl.max_horizontal(pl.col(f"m{n}") / (c - n + 1), 1e-7).log())
             .otherwise(0.0) for n, u in zip(range(1, MAX_N + 1), usable)]
     orders = pl.sum_horizontal([u.cast(pl.Float64) for u in usable])
-    mean_log = pl.sum_horizontal(logs) / orders
+    # weighted (w / Σw) and added order by order from 1 up, as promptfoo adds them: the same
+    # float to the last bit (pl.sum_horizontal adds in another order)
+    weight = 0.25 / (orders * 0.25)
+    mean_log = functools.reduce(lambda acc, log: acc + log * weight, logs, pl.lit(0.0))
     bp = pl.when(c > pl.col("r")).then(1.0).otherwise((1 - pl.col("r") / c).exp())
     score = pl.when(orders == 0).then(0.0).otherwise(bp * mean_log.exp())
     return per_id.select("id", score=score)
@@ -382,7 +388,9 @@ def meteor(ctx: Ctx) -> Verdict:
     except WordNetMissing as e:  # every row is an error naming what is missing
         return Verdict(pl.lit(None, pl.Boolean), "have a METEOR score", detail=pl.lit(str(e)))
     params = ctx.fixed if ctx.row is None else _meteor_params(None, ctx.spec)
-    value = pl.lit(None, pl.String) if ctx.row is None else ctx.value
+    # each row's references: its rendered text, or each rendered item of a list value
+    value = pl.lit(None, pl.List(pl.String)) if ctx.row is None else ctx.column(
+        lambda p: list(p[0]), pl.List(pl.String), lambda v: pl.concat_list(v))
     score = ctx.once(pl.struct(a=ctx.output, b=value).map_batches(
         batch_scorer(params), return_dtype=pl.Float64))
     t = ctx.threshold

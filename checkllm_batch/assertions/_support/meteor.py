@@ -245,8 +245,6 @@ def batch_scorer(params: tuple):
         frame = pairs.struct.unnest().with_row_index("row")
         if refs is not None:
             frame = frame.with_columns(b=pl.lit(pl.Series([list(refs)])).first())
-        else:
-            frame = frame.with_columns(b=pl.concat_list("b"))
         bad = (pl.col("a").is_null() | (pl.col("a") == "")
                | pl.col("b").list.eval(pl.element().is_null()).list.any())
         uniq = (frame.filter(~bad).select("a", "b").unique(maintain_order=True)

@@ -46,10 +46,11 @@ def test_text_types(tmp_path, assertion, row, status, score):
     assert got["score"] == (pytest.approx(score, abs=1e-6) if score is not None else None)
 
 
-def test_refusal_of_json_output_passes_with_score_zero(tmp_path):
-    for kind in ("is-refusal", "not-is-refusal"):
+def test_json_output_is_an_assumed_refusal_scoring_zero(tmp_path):
+    # promptfoo 0.123.1: a non-text output passes is-refusal and fails not-is-refusal, score 0
+    for kind, status in (("is-refusal", "pass"), ("not-is-refusal", "fail")):
         got = run_assertion(tmp_path, {"type": kind}, [{"output": {"tool": "x"}}])[0]
-        assert (got["status"], got["score"]) == ("pass", 0.0)
+        assert (got["status"], got["score"]) == (status, 0.0)
 
 
 @pytest.mark.parametrize("value", [{"min": 5, "max": 2}, "many", {"least": 1}, [1]])

@@ -59,8 +59,9 @@ def cost(ctx: Ctx) -> Verdict:
 
 
 def _perplexity() -> pl.Expr:
+    """exp(-mean): a null log probability adds 0 to the sum but counts, as in promptfoo's sum."""
     logprobs = pl.col("logprobs")
-    return (-logprobs.list.mean()).exp()
+    return (-(logprobs.list.sum() / logprobs.list.len())).exp()
 
 
 def _missing() -> pl.Expr:

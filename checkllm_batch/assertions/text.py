@@ -16,7 +16,7 @@ import polars as pl
 from ..spec.jsvalue import to_number
 from ._support.distinct import Outcome
 from ._support.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
-from ._support.refusal import PREFIXES, REFUSAL
+from ._support.refusal import APOSTROPHES, PREFIXES, REFUSAL
 from ._support.values import short_value
 from ._support.whitespace import JS_CHARS, WORD
 from .registry import CsvValue, Ctx, Value, Verdict, assertion, promptkit_names
@@ -436,25 +436,21 @@ def finish_reason(ctx: Ctx) -> Verdict:
 
 @assertion("is-refusal", value=Value.NONE, needs_text=False)
 def is_refusal(ctx: Ctx) -> Verdict:
-    """The output reads as a refusal (promptfoo's prefixes and phrases); empty counts as one."""
-    text = ctx.output.str.to_lowercase().str.strip_chars(JS_CHARS).str.replace_all("[\u2018\u2019]", "'")
+    """The output reads as a refusal (promptfoo's prefixes and phrases); no text counts as one."""
+    text = ctx.output.str.to_lowercase().str.strip_chars(JS_CHARS).str.replace_all(APOSTROPHES, "'")
     refused = (pl.any_horizontal([text.str.starts_with(p) for p in PREFIXES])
                | text.str.contains(REFUSAL))
-    is_text = pl.col("output_kind") == "text"
-    empty = text.str.len_chars() == 0
-    negate = ctx.spec.negate
-    # promptfoo: a non-text output passes with score 0 either way; an empty one is a refusal
-    # that scores 0 even when it passes. Scores here are before the engine's negation.
     kind = pl.col("output_kind")
-    raw = (pl.when(kind == "json").then(pl.lit(not negate)).when(kind == "null").then(pl.lit(negate))
-           .when(empty).then(True).otherwise(refused))
-    zero = 1.0 if negate else 0.0
-    score = (pl.when(~is_text | empty).then(zero)
-             .otherwise(refused.cast(pl.Float64)))
-    detail = (pl.when(pl.col("output_kind") == "json")
-              .then(pl.lit("output is not text: not checked"))
-              .when(pl.col("output_kind") == "null").then(pl.lit("output is null"))
-              .when(empty).then(pl.lit("empty output counts as a refusal")))
+    # promptfoo: an output that is not text (a JSON value, null) or is empty is assumed a
+    # refusal that scores 0: `is-refusal` passes, `not-is-refusal` fails. Scores here are
+    # before the engine's negation.
+    no_text = (kind != "text") | (text.str.len_chars() == 0)
+    zero = 1.0 if ctx.spec.negate else 0.0
+    raw = pl.when(no_text).then(True).otherwise(refused)
+    score = pl.when(no_text).then(zero).otherwise(refused.cast(pl.Float64))
+    detail = (pl.when(kind == "json").then(pl.lit("output is not text: assumed a refusal"))
+              .when(kind == "null").then(pl.lit("output is null: assumed a refusal"))
+              .when(no_text).then(pl.lit("empty output counts as a refusal")))
     return Verdict(raw, "be a refusal", score=score, detail=detail)
 
 

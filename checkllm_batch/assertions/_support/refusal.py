@@ -1,6 +1,10 @@
 """promptfoo's refusal heuristics (0.123.1): output prefixes, and phrases found at word
 boundaries. Lower-cased, apostrophes normalised."""
 
+# the apostrophes promptfoo's normalizeApostrophes turns into "'": prime and right quote (not
+# the left quote U+2018)
+APOSTROPHES = "['\u2032\u2019]"
+
 PREFIXES = (
     'i am not able to',
     'i am really sorry',

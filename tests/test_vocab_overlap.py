@@ -98,6 +98,17 @@ def test_meteor_uses_stems_and_synonyms(tmp_path, output, reference):
     assert got["score"] > 0 and exact_only < len(output.split())
 
 
+def test_meteor_list_of_templates_scores_each_rows_references(tmp_path):
+    """A per-row list value (["{{a}}", "{{b}}"]) is each row's references, as the same list
+    written literally: not one reference holding the list's JSON text."""
+    rows = [{"output": "the cat sat on the mat", "a": "a dog barked", "b": "the cat sat"},
+            {"output": "a dog barked loudly", "a": "a dog barked", "b": "the cat sat"}]
+    templated = run_assertion(tmp_path, {"type": "meteor", "value": ["{{a}}", "{{b}}"]}, rows)
+    literal = run_assertion(tmp_path, {"type": "meteor", "value": ["a dog barked",
+                                                                   "the cat sat"]}, rows)
+    assert [r["score"] for r in templated] == pytest.approx([r["score"] for r in literal])
+
+
 def test_meteor_synonym_match():
     from meteor_reference import single_meteor
 

@@ -35,7 +35,7 @@ def sql_options(value: Any, spec: Any) -> tuple[str, str, tuple[str, ...] | None
         if items is not None and not (isinstance(items, list)
                                       and all(isinstance(i, str) for i in items)):
             raise ValueError(f"{key} must be a list of strings like 'select::null::users'")
-        lists.append(tuple(items) if items is not None else None)
+        lists.append(tuple(items) if items else None)  # node-sql-parser: [] checks nothing
     return db, DIALECTS[db.lower()], lists[0], lists[1]
 
 

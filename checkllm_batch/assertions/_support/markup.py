@@ -87,6 +87,26 @@ def _bad_doctype(text: str) -> bool:
     return "#" in (system or "") or (public is not None and not _PUBLIC_ID.fullmatch(public))
 
 
+MAX_NESTED = 101  # fast-xml-parser 5 (promptfoo's) refuses an element inside 101 others
+_XML_TOKEN = re.compile(r"""<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!(?:[^>"']|"[^"]*"|'[^']*')*>"""
+                        r"""|<(/?)(?:[^>"']|"[^"]*"|'[^']*')*?(/?)>""", re.S)
+
+
+def _too_deep(text: str) -> bool:
+    """Whether an element opens more than MAX_NESTED deep (a self-closed `<x/>` does not
+    count: fast-xml-parser only checks elements it will wait to see closed)."""
+    if text.count("<") <= MAX_NESTED:
+        return False
+    depth = 0
+    for m in _XML_TOKEN.finditer(text):  # row-wise: scanning one output's tags
+        if m.group(1) is None or m.group(2):  # comment, CDATA, declaration, `<x/>`
+            continue
+        depth += -1 if m.group(1) else 1
+        if depth > MAX_NESTED:
+            return True
+    return False
+
+
 def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None, str | None]:
     etree, parser, _ = _lxml()
     if not text or text.isspace():
@@ -99,6 +119,8 @@ def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None,
         root = etree.fromstring(text.encode("utf-8"), parser)
     except etree.XMLSyntaxError as e:
         return False, f"XML parsing failed: {e}"
+    if _too_deep(text):
+        return False, "XML parsing failed: Maximum nested tags exceeded"
     # fast-xml-parser (promptfoo's) lists the XML declaration as a `?xml` element
     declared = bool(_DECLARATION.match(text))
     missing = [p for p in _missing(root, required) if not (p == "?xml" and declared)]
@@ -107,7 +129,34 @@ def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None,
     return True, None
 
 
-_TAG = re.compile(r"<(/?)([A-Za-z_:\u00c0-\uffff][\w.\-:\u00b7\u0300-\u036f]*)")
+_NAME_START = (":A-Z_a-z\xc0-\xd6\xd8-\xf6\xf8-\u02ff\u0370-\u037d\u037f-\u1fff\u200c\u200d"
+               "\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd"
+               "\U00010000-\U000effff")
+_TAG = re.compile(f"<(/?)([{_NAME_START}][{_NAME_START}\\-.0-9\xb7\u0300-\u036f\u203f\u2040]*)")
+_DELIMITED = (("<!--", "-->"), ("<![CDATA[", "]]>"), ("<?", "?>"))
+
+
+def _declaration_end(text: str, start: int) -> int:
+    """Where a `<!...>` or `<?...?>` at `start` ends (its last character, else the text's):
+    a comment, CDATA or instruction at its closer, else at a `>` outside quotes and [ ]."""
+    for opener, closer in _DELIMITED:
+        if text.startswith(opener, start):
+            found = text.find(closer, start + len(opener))
+            return len(text) - 1 if found < 0 else found + len(closer) - 1
+    quote, depth = None, 0
+    for i in range(start + 2, len(text)):  # row-wise: scanning one output's characters
+        c = text[i]
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c == "[":
+            depth += 1
+        elif c == "]" and depth:
+            depth -= 1
+        elif c == ">" and not depth:
+            return i
+    return len(text) - 1
 
 
 def _tag_end(text: str, start: int) -> int:
@@ -134,7 +183,9 @@ def xml_candidates(text: str) -> list[tuple[int, int]]:
     while i >= 0:
         end = i
         m = _TAG.match(text, i)
-        if m:
+        if text.startswith(("<!", "<?"), i):  # skipped whole: no tag inside counts
+            end = _declaration_end(text, i)
+        elif m:
             end = _tag_end(text, i)
             if end < 0:
                 end = i
@@ -172,7 +223,7 @@ def contains_xml_check(text: str | None, required: tuple[str, ...]
     etree, _, parser = _lxml()
     containers: list[tuple[int, int]] = []
     for s, e in candidates:
-        if any(s >= cs and e <= ce for cs, ce in containers):
+        if any(s >= cs and e <= ce for cs, ce in containers) or _too_deep(text[s:e]):
             continue
         try:
             root = etree.fromstring(("<r>" + text[s:e] + "</r>").encode("utf-8"), parser)

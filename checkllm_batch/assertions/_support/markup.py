@@ -53,8 +53,11 @@ def _is_leaf(node) -> bool:
 
 
 def _text(el) -> str:
-    """An element's own text, as fast-xml-parser joins it: before and between its children."""
-    return (el.text or "") + "".join(c.tail or "" for c in el)
+    """An element's own text, as fast-xml-parser joins it: before and between its children,
+    an external entity left unexpanded (`&ext;`) included, as promptfoo keeps it."""
+    entity = _lxml()[0].Entity
+    return (el.text or "") + "".join(((c.text or "") if c.tag is entity else "") + (c.tail or "")
+                                     for c in el)
 
 
 def _has_path(node, path: list[str]) -> bool:

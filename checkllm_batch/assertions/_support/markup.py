@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from .htmlnames import HTML_ELEMENTS
 from .whitespace import JS_CHARS
@@ -15,48 +15,91 @@ from .whitespace import JS_CHARS
 # --- XML ------------------------------------------------------------------------------------
 
 
-def _name(el) -> str:
-    local = el.tag.rsplit("}", 1)[-1]
-    return f"{el.prefix}:{local}" if el.prefix else local
+class _Declaration(NamedTuple):
+    """The `<?xml ...?>` declaration, which fast-xml-parser keys like an instruction."""
+    target: str
+    text: str
+    tag: None = None
 
 
-def _is_leaf(el) -> bool:
-    return not el.attrib and not any(isinstance(c.tag, str) for c in el)
+def _is_node(node) -> bool:
+    """Whether fast-xml-parser keys `node`: an element or a processing instruction (lxml's
+    have a `target`), not a comment."""
+    return isinstance(node.tag, str) or hasattr(node, "target")
 
 
-def _has_path(el, path: list[str]) -> bool:
-    """Whether `path` exists in fast-xml-parser's object for the content of `el`."""
+def _key(node) -> str:
+    if not isinstance(node.tag, str):
+        return f"?{node.target}"
+    local = node.tag.rsplit("}", 1)[-1]
+    return f"{node.prefix}:{local}" if node.prefix else local
+
+
+_PSEUDO_ATTRIBUTE = re.compile(r"""([^\s=]+)(?:\s*=\s*(?:"[^"]*"|'[^']*'))?""")
+
+
+def _attributes(node) -> set[str]:
+    """An instruction's pseudo-attributes (`version="1.0"`, or a bare name: a boolean)."""
+    return {m.group(1) for m in _PSEUDO_ATTRIBUTE.finditer(node.text or "")}
+
+
+def _children(node) -> list:
+    return [c for c in node if _is_node(c)] if isinstance(node.tag, str) else []
+
+
+def _is_leaf(node) -> bool:
+    attributes = node.attrib if isinstance(node.tag, str) else _attributes(node)
+    return not attributes and not _children(node)
+
+
+def _text(el) -> str:
+    """An element's own text, as fast-xml-parser joins it: before and between its children,
+    an external entity left unexpanded (`&ext;`) included, as promptfoo keeps it."""
+    entity = _lxml()[0].Entity
+    return (el.text or "") + "".join(((c.text or "") if c.tag is entity else "") + (c.tail or "")
+                                     for c in el)
+
+
+def _has_path(node, path: list[str]) -> bool:
+    """Whether `path` exists in fast-xml-parser's object for the content of `node`."""
     if not path:
         return True
     key, rest = path[0], path[1:]
     if key.startswith("@_"):
-        return el.get(key[2:]) is not None and not rest
+        if isinstance(node.tag, str):
+            return node.get(key[2:]) is not None and not rest
+        return key[2:] in _attributes(node) and not rest
     if key == "#text":
-        return bool((el.text or "").strip()) and not _is_leaf(el) and not rest
-    children = [c for c in el if isinstance(c.tag, str) and _name(c) == key]
-    if not children:
+        return (isinstance(node.tag, str) and bool(_text(node).strip()) and not _is_leaf(node)
+                and not rest)
+    return _path_in(_children(node), path)
+
+
+def _path_in(nodes: list, path: list[str]) -> bool:
+    """Whether `path` starts at one of `nodes`, siblings (repeated keys form an array)."""
+    key, rest = path[0], path[1:]
+    found = [n for n in nodes if _key(n) == key]
+    if not found:
         return False
-    if len(children) > 1:  # an array: the next segment may index it
+    if len(found) > 1:  # an array: the next segment may index it
         if not rest:
             return True
-        if not rest[0].isdigit() or str(int(rest[0])) != rest[0] or int(rest[0]) >= len(children):
+        if not rest[0].isdigit() or str(int(rest[0])) != rest[0] or int(rest[0]) >= len(found):
             return False
-        children, rest = [children[int(rest[0])]], rest[1:]
-    child = children[0]
+        found, rest = [found[int(rest[0])]], rest[1:]
     if not rest:
         return True
-    return not _is_leaf(child) and _has_path(child, rest)
+    return not _is_leaf(found[0]) and _has_path(found[0], rest)
 
 
-def _missing(root, required: tuple[str, ...]) -> list[str]:
-    out = []
-    for path in required:
-        parts = path.split(".")
-        ok = parts[0] == _name(root) and (len(parts) == 1 or (not _is_leaf(root)
-                                                              and _has_path(root, parts[1:])))
-        if not ok:
-            out.append(path)
-    return out
+def _missing(root, required: tuple[str, ...], declaration: str | None) -> list[str]:
+    """The required paths the document lacks: its top level holds the root element, the
+    instructions beside it and the XML declaration, if any."""
+    top = [n for n in (*reversed(list(root.itersiblings(preceding=True))), root,
+                       *root.itersiblings()) if _is_node(n)]
+    if declaration is not None:
+        top.insert(0, _Declaration("xml", declaration))
+    return [path for path in required if not _path_in(top, path.split("."))]
 
 
 @lru_cache(maxsize=1)
@@ -73,7 +116,7 @@ _DTD_SUBSET = re.compile(r"""<!DOCTYPE(?:[^>\["']|"[^"]*"|'[^']*')*\[""")
 _DOCTYPE = re.compile(r"""<!DOCTYPE\s+[^\s>\[]+\s+(?:SYSTEM\s+(["'])(?P<sys>.*?)\1"""
                       r"""|PUBLIC\s+(["'])(?P<pub>.*?)\3\s+(["'])(?P<sys2>.*?)\5)""", re.S)
 _PUBLIC_ID = re.compile(r"[\x20\r\na-zA-Z0-9'()+,./:=?;!*#@$_%-]*")
-_DECLARATION = re.compile(r"\s*<\?xml[\s?]")
+_DECLARATION = re.compile(r"\s*<\?xml(?=[\s?])(.*?)\?>", re.S)
 
 
 def _bad_doctype(text: str) -> bool:
@@ -85,6 +128,26 @@ def _bad_doctype(text: str) -> bool:
     system = m.group("sys") if m.group("sys") is not None else m.group("sys2")
     public = m.group("pub")
     return "#" in (system or "") or (public is not None and not _PUBLIC_ID.fullmatch(public))
+
+
+MAX_NESTED = 101  # fast-xml-parser 5 (promptfoo's) refuses an element inside 101 others
+_XML_TOKEN = re.compile(r"""<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!(?:[^>"']|"[^"]*"|'[^']*')*>"""
+                        r"""|<(/?)(?:[^>"']|"[^"]*"|'[^']*')*?(/?)>""", re.S)
+
+
+def _too_deep(text: str) -> bool:
+    """Whether an element opens more than MAX_NESTED deep (a self-closed `<x/>` does not
+    count: fast-xml-parser only checks elements it will wait to see closed)."""
+    if text.count("<") <= MAX_NESTED:
+        return False
+    depth = 0
+    for m in _XML_TOKEN.finditer(text):  # row-wise: scanning one output's tags
+        if m.group(1) is None or m.group(2):  # comment, CDATA, declaration, `<x/>`
+            continue
+        depth += -1 if m.group(1) else 1
+        if depth > MAX_NESTED:
+            return True
+    return False
 
 
 def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None, str | None]:
@@ -99,15 +162,43 @@ def xml_check(text: str | None, required: tuple[str, ...]) -> tuple[bool | None,
         root = etree.fromstring(text.encode("utf-8"), parser)
     except etree.XMLSyntaxError as e:
         return False, f"XML parsing failed: {e}"
-    # fast-xml-parser (promptfoo's) lists the XML declaration as a `?xml` element
-    declared = bool(_DECLARATION.match(text))
-    missing = [p for p in _missing(root, required) if not (p == "?xml" and declared)]
+    if _too_deep(text):
+        return False, "XML parsing failed: Maximum nested tags exceeded"
+    declared = _DECLARATION.match(text)
+    missing = _missing(root, required, declared.group(1) if declared else None)
     if missing:
         return False, f"XML is missing required elements: {', '.join(missing)}"
     return True, None
 
 
-_TAG = re.compile(r"<(/?)([A-Za-z_:\u00c0-\uffff][\w.\-:\u00b7\u0300-\u036f]*)")
+_NAME_START = (":A-Z_a-z\xc0-\xd6\xd8-\xf6\xf8-\u02ff\u0370-\u037d\u037f-\u1fff\u200c\u200d"
+               "\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd"
+               "\U00010000-\U000effff")
+_TAG = re.compile(f"<(/?)([{_NAME_START}][{_NAME_START}\\-.0-9\xb7\u0300-\u036f\u203f\u2040]*)")
+_DELIMITED = (("<!--", "-->"), ("<![CDATA[", "]]>"), ("<?", "?>"))
+
+
+def _declaration_end(text: str, start: int) -> int:
+    """Where a `<!...>` or `<?...?>` at `start` ends (its last character, else the text's):
+    a comment, CDATA or instruction at its closer, else at a `>` outside quotes and [ ]."""
+    for opener, closer in _DELIMITED:
+        if text.startswith(opener, start):
+            found = text.find(closer, start + len(opener))
+            return len(text) - 1 if found < 0 else found + len(closer) - 1
+    quote, depth = None, 0
+    for i in range(start + 2, len(text)):  # row-wise: scanning one output's characters
+        c = text[i]
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c == "[":
+            depth += 1
+        elif c == "]" and depth:
+            depth -= 1
+        elif c == ">" and not depth:
+            return i
+    return len(text) - 1
 
 
 def _tag_end(text: str, start: int) -> int:
@@ -134,7 +225,9 @@ def xml_candidates(text: str) -> list[tuple[int, int]]:
     while i >= 0:
         end = i
         m = _TAG.match(text, i)
-        if m:
+        if text.startswith(("<!", "<?"), i):  # skipped whole: no tag inside counts
+            end = _declaration_end(text, i)
+        elif m:
             end = _tag_end(text, i)
             if end < 0:
                 end = i
@@ -172,7 +265,7 @@ def contains_xml_check(text: str | None, required: tuple[str, ...]
     etree, _, parser = _lxml()
     containers: list[tuple[int, int]] = []
     for s, e in candidates:
-        if any(s >= cs and e <= ce for cs, ce in containers):
+        if any(s >= cs and e <= ce for cs, ce in containers) or _too_deep(text[s:e]):
             continue
         try:
             root = etree.fromstring(("<r>" + text[s:e] + "</r>").encode("utf-8"), parser)

@@ -35,7 +35,7 @@ def sql_options(value: Any, spec: Any) -> tuple[str, str, tuple[str, ...] | None
         if items is not None and not (isinstance(items, list)
                                       and all(isinstance(i, str) for i in items)):
             raise ValueError(f"{key} must be a list of strings like 'select::null::users'")
-        lists.append(tuple(items) if items is not None else None)
+        lists.append(tuple(items) if items else None)  # node-sql-parser: [] checks nothing
     return db, DIALECTS[db.lower()], lists[0], lists[1]
 
 
@@ -61,10 +61,12 @@ _FOREIGN = (
     (re.compile(r"(?i)\bilike\b"), {"MySQL", "MariaDB", "Sqlite", "TransactSQL"}),
     (re.compile(r"(?i)\breturning\b"), {"MySQL", "MariaDB"}),
     (re.compile(r"(?i)\block\s+in\s+share\s+mode\b"), {"*", "-MySQL"}),
-    (re.compile(r"(?i)\bselect\s+all\b|\bfor\s+update\b|\blimit\s+\d+\s*,"), {"PostgresQL"}),
+    (re.compile(r"(?i)\bselect\s+all\b"), {"*", "-BigQuery"}),
+    (re.compile(r"(?i)\bfor\s+update\b|\blimit\s+\d+\s*,"), {"PostgresQL"}),
     (re.compile(r"(?i)\bfetch\s+(?:next|first)\b"), {"TransactSQL"}),
     (re.compile(r"(?i)^\s*merge\b"), {"*"}),
-    (re.compile(r"(?i)\bselect\s+(?:high_priority|straight_join)\b"), {"MySQL", "MariaDB"}),
+    (re.compile(r"(?i)\bselect\s+(?:(?:all|distinct|sql_\w+)\s+)*"
+                r"(?:all|distinctrow|high_priority|straight_join)\b"), {"MySQL"}),
 )
 
 
@@ -77,15 +79,18 @@ def _foreign(plain: str, db: str) -> bool:
 
 
 _DELETE_WITHOUT_FROM = re.compile(r"(?i)^\s*delete\s+(?!from\b)")
-_QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\r\n]*|#[^\r\n]*"
-                     r"|/\*.*?(?:\*/|$)"
-                     r"|\$(?P<tag>(?:[A-Za-z_]\w*)?)\$.*?\$(?P=tag)\$", re.S)  # PostgreSQL $$text$$
+_QUOTES = (r"(?P<text>'(?:\\[\s\S]?|''|[^'\\])*'?|\"(?:\\[\s\S]?|\"\"|[^\"\\])*\"?"
+           r"|`(?:\\[\s\S]?|``|[^`\\])*`?"
+           r"|\$(?P<tag>(?:[A-Za-z_][A-Za-z0-9_]*)?)\$[\s\S]*?(?:\$(?P=tag)\$|\Z)")  # $$text$$
+_COMMENTS = r"|--[^\r\n]*|#[^\r\n]*|/\*[\s\S]*?(?:\*/|\Z)"
+_IGNORED = {False: re.compile(_QUOTES + ")" + _COMMENTS),
+            True: re.compile(_QUOTES + r"|\[(?:\]\]|[^\]])*\]?)" + _COMMENTS)}  # [name]
 
 
 def _plain(sql: str, brackets: bool) -> str:
-    """The SQL with quoted text, comments (and [bracketed] names) blanked, for heuristics."""
-    text = _QUOTED.sub(" ? ", sql)
-    return re.sub(r"\[[^\]]*\]?", " ? ", text) if brackets else text
+    """The SQL as promptfoo's heuristics read it, scanned left to right: quoted text (and
+    [bracketed] names) as ` ? ` and comments as a space, each to its end or the text's."""
+    return _IGNORED[brackets].sub(lambda m: " ? " if m.group("text") is not None else " ", sql)
 
 
 def _off_dialect(sql: str, db: str) -> bool:
@@ -237,7 +242,7 @@ def _unauthorized(what: str, found: list[tuple], allowed: tuple, listed) -> list
             f"Allowed: [{', '.join(listed)}]."]
 
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})(.*)$")
 
 
 def sql_blocks(text: str) -> list[str]:
@@ -251,7 +256,7 @@ def sql_blocks(text: str) -> list[str]:
                 lang = m.group(2).strip().lower()
                 active = (m.group(1)[0], len(m.group(1)), lang in ("", "sql"), [])
             continue
-        if m and not m.group(2).strip() and m.group(1)[0] == active[0] and len(m.group(1)) >= active[1]:
+        if m and not m.group(2).strip(" \t") and m.group(1)[0] == active[0] and len(m.group(1)) >= active[1]:
             if active[2]:
                 blocks.append("\n".join(active[3]).strip())
             active = None

@@ -33,10 +33,25 @@ def js_json_loads(text: str) -> Any:
 MAX_SPAN = 100_000
 
 
-class _FlowLoader(yaml12._Loader):
-    """js-yaml's reading of a span (`{json: true}`): YAML 1.2 core types, a key written twice
-    keeps its last value, an integer beyond 64 bits is an inexact double, and a timestamp is
-    a JavaScript Date, which a JSON Schema sees as an object without properties."""
+class _JsYamlLoader(yaml12._Loader):
+    """js-yaml's reading: YAML 1.2 core types (a key written twice is an error), and a
+    timestamp is a JavaScript Date, which a JSON Schema sees as an object without
+    properties."""
+
+
+_JsYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: {})
+_JsYamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:timestamp", yaml.SafeLoader.timestamp_regexp, list("0123456789"))
+
+
+class _FlowLoader(_JsYamlLoader):
+    """js-yaml's reading of a span (`{json: true}`): a key written twice keeps its last
+    value, and an integer beyond 64 bits is an inexact double."""
+
+
+def js_yaml_loads(text: str) -> Any:
+    """promptfoo's loadYaml of a schema's text (raises yaml.YAMLError)."""
+    return yaml.load(text, Loader=_JsYamlLoader)  # noqa: S506 (a safe loader)
 
 
 def _int(loader: _FlowLoader, node: yaml.ScalarNode) -> int | float:
@@ -56,9 +71,6 @@ def _map(loader: _FlowLoader, node: yaml.MappingNode) -> dict:
 
 _FlowLoader.add_constructor("tag:yaml.org,2002:int", _int)
 _FlowLoader.add_constructor("tag:yaml.org,2002:map", _map)
-_FlowLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: {})
-_FlowLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:timestamp", yaml.SafeLoader.timestamp_regexp, list("0123456789"))
 
 
 def extract_json_objects(text: str) -> list[Any]:

@@ -15,7 +15,7 @@ import yaml
 
 from ._support.distinct import Outcome
 from ._support.jsonformats import AJV_DIALECTS, AJV_FORMATS, AJV_KEYWORDS, ajv_spelled
-from ._support.jsontext import extract_json_objects, js_json_loads
+from ._support.jsontext import extract_json_objects, js_json_loads, js_yaml_loads
 from .registry import CsvValue, Ctx, Kind, Value, Verdict, assertion, promptkit_names
 
 # (instance, the text it was parsed from) -> None when the instance conforms, else the error
@@ -30,7 +30,7 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
             isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0):
         return None
     try:
-        schema = yaml.safe_load(value) if isinstance(value, str) else value
+        schema = js_yaml_loads(value) if isinstance(value, str) else value
     except yaml.YAMLError as e:
         raise ValueError(f"the JSON Schema is not valid JSON or YAML: "
                          f"{getattr(e, 'problem', None) or e}") from None

@@ -13,29 +13,13 @@ from typing import Any, Callable
 import orjson
 import polars as pl
 
-from ..spec.jsvalue import to_number
+from ..spec.jsvalue import js_string, to_number
 from ._support.distinct import Outcome
 from ._support.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from ._support.refusal import APOSTROPHES, PREFIXES, REFUSAL
 from ._support.values import short_value
 from ._support.whitespace import JS_CHARS, WORD
 from .registry import CsvValue, Ctx, Value, Verdict, assertion, promptkit_names
-
-
-def js_string(value: Any) -> str:
-    """`String(value)` as JavaScript prints a YAML value (1.0 -> "1", true -> "true",
-    null -> "null", a list -> its items joined by commas, a mapping -> "[object Object]")."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "[object Object]"
-    if isinstance(value, list):
-        return ",".join("" if v is None else js_string(v) for v in value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return str(value)
 
 
 def quoted(value: pl.Expr | str, limit: int = 80, words: str = "") -> pl.Expr:
@@ -66,7 +50,7 @@ def quoting(ctx: Ctx, passed: pl.Expr, words: str, value: pl.Expr) -> pl.Expr:
 
 
 def _scalar(value: Any, spec: Any) -> None:
-    if isinstance(value, (dict, list)) or value is None or value == "" or (
+    if isinstance(value, (dict, list, bool)) or value is None or value == "" or (
             isinstance(value, float) and math.isnan(value)):  # promptfoo refuses NaN too
         raise ValueError("value must be a non-empty string or number")
 

@@ -10,6 +10,9 @@ from typing import Any
 import orjson
 import yaml
 
+from ...spec import yaml12
+from ...spec.jsvalue import as_double
+
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
@@ -27,8 +30,47 @@ def js_json_loads(text: str) -> Any:
             raise ValueError(str(e)) from None
 
 
-_LINE_COMMENT = re.compile(r'("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|(?<![:\w])//[^\n]*')
 MAX_SPAN = 100_000
+
+
+class _JsYamlLoader(yaml12._Loader):
+    """js-yaml's reading: YAML 1.2 core types (a key written twice is an error), and a
+    timestamp is a JavaScript Date, which a JSON Schema sees as an object without
+    properties."""
+
+
+_JsYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: {})
+_JsYamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:timestamp", yaml.SafeLoader.timestamp_regexp, list("0123456789"))
+
+
+class _FlowLoader(_JsYamlLoader):
+    """js-yaml's reading of a span (`{json: true}`): a key written twice keeps its last
+    value, and an integer beyond 64 bits is an inexact double."""
+
+
+def js_yaml_loads(text: str) -> Any:
+    """promptfoo's loadYaml of a schema's text (raises yaml.YAMLError)."""
+    return yaml.load(text, Loader=_JsYamlLoader)  # noqa: S506 (a safe loader)
+
+
+def _int(loader: _FlowLoader, node: yaml.ScalarNode) -> int | float:
+    try:
+        return yaml12._int(loader, node)
+    except yaml.constructor.ConstructorError:  # beyond 64 bits
+        text = str(loader.construct_scalar(node)).lstrip("+")
+        digits = text.lstrip("-")
+        base = {"0x": 16, "0o": 8}.get(digits[:2], 10)
+        value = int(digits[2:] if base != 10 else digits, base)
+        return as_double(-value if text.startswith("-") else value)
+
+
+def _map(loader: _FlowLoader, node: yaml.MappingNode) -> dict:
+    return loader.construct_mapping(node, deep=True)  # a key written twice: the last wins
+
+
+_FlowLoader.add_constructor("tag:yaml.org,2002:int", _int)
+_FlowLoader.add_constructor("tag:yaml.org,2002:map", _map)
 
 
 def extract_json_objects(text: str) -> list[Any]:
@@ -72,6 +114,42 @@ def _lenient(span: str) -> Any:
     except orjson.JSONDecodeError:
         pass
     try:
-        return yaml.safe_load(_LINE_COMMENT.sub(lambda m: m.group(1) or "", span))
-    except yaml.YAMLError:
+        return yaml.load(_hash_comments(span), Loader=_FlowLoader)  # noqa: S506 (a safe loader)
+    except (yaml.YAMLError, RecursionError):
         return None
+
+
+_LETTER = re.compile("[a-zA-Z]")
+
+
+def _hash_comments(text: str) -> str:
+    """promptfoo's convertSlashCommentsToHash: on each line, a `//` outside quotes (and not
+    in a token holding `://`) starts a comment, written as half as many `#`."""
+    return "\n".join(_hash_comment(line) if "//" in line else line
+                     for line in text.split("\n"))
+
+
+def _hash_comment(line: str) -> str:
+    out: list[str] = []
+    state = ""
+    for i, ch in enumerate(line):
+        nxt, prev = line[i + 1:i + 2], line[i - 1:i] if i else ""
+        if state == "'":
+            state = "" if ch == "'" and not _escaped(line, i) and not _LETTER.match(nxt) else state
+        elif state == '"':
+            state = "" if ch == '"' and not _escaped(line, i) else state
+        elif ch == "'" and not _LETTER.match(prev):
+            state = "'"
+        elif ch == '"':
+            state = '"'
+        elif ch == "/" and nxt == "/":
+            start = max(line.rfind(c, 0, i) for c in " \t\n\r\f\v") + 1
+            if "://" not in line[start:i + 2]:
+                slashes = len(line[i:]) - len(line[i:].lstrip("/"))
+                return "".join(out) + "#" * (slashes // 2) + line[i + slashes:]
+        out.append(ch)
+    return "".join(out)
+
+
+def _escaped(line: str, i: int) -> bool:
+    return (len(line[:i]) - len(line[:i].rstrip("\\"))) % 2 == 1

@@ -27,6 +27,7 @@ _NEEDS_BACKTRACKING = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<")
 
 
 _GROUP = re.compile(r"\((?!\?)|\(\?<(?![=!])")  # a capturing group opens
+_NAMED = re.compile(r"\(\?<([A-Za-z_$][\w$]*)>")
 _JS_GROUP_OPENERS = re.compile(r"\(\?(?:[:=!]|<[=!]|<[A-Za-z_$][\w$]*>)")
 _QUANTIFIED = re.compile(r"(?:[*+?]|\{\d+(?:,\d*)?\})\??")
 _QUANTIFIER_PAIR = re.compile(r"[*+?}][*+?{]")  # where a quantifier may follow another
@@ -132,10 +133,12 @@ def translate(source: str, *, rust: bool) -> str:
     in_class = False
     groups = len(_GROUP.findall(re.sub(r"\\.|\[(?:\\.|[^\]\\])*\]", "", source)))  # not \( or [(]
     named = "(?<" in source.replace("(?<=", "").replace("(?<!", "")
+    opened: list[tuple[str, ...]] = []  # the groups open at `i`: (number, name?) if capturing
+    captures = 0
     while i < n:
         ch = source[i]
         if ch == "\\" and i + 1 < n:
-            text, used = _escape(source, i + 1, in_class, rust, groups, named)
+            text, used = _escape(source, i + 1, in_class, rust, groups, named, opened)
             out.append(text)
             i += 1 + used
             continue
@@ -163,6 +166,16 @@ def translate(source: str, *, rust: bool) -> str:
                 i += 1
         elif ch == ".":
             out.append(r"[^\n\r\u2028\u2029]" if not rust else r"[^\n\r\x{2028}\x{2029}]")
+        elif ch in "()":
+            if ch == "(" and _GROUP.match(source, i):
+                captures += 1
+                name = _NAMED.match(source, i)
+                opened.append((str(captures), name.group(1)) if name else (str(captures),))
+            elif ch == "(":
+                opened.append(())
+            elif opened:
+                opened.pop()
+            out.append(ch)
         elif ch == "$" and not rust:
             out.append(r"\Z")
         elif ch == "{" and not _QUANTIFIER.match(source, i):
@@ -186,8 +199,8 @@ _CONTROL = {"f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
 _HEX = re.compile(r"x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|c([A-Za-z])|0(?![0-9])|([1-7][0-7]{0,2})")
 
 
-def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named: bool
-            ) -> tuple[str, int]:
+def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named: bool,
+            opened: list[tuple[str, ...]]) -> tuple[str, int]:
     """The translation of the escape whose letter is at `i`, and how many characters it
     used. JavaScript without the `u` flag: unknown escapes (`\\A`, `\\Z`, `\\p`, `\\h`) are
     the plain letter; `\\1` beyond the groups and `\\x`/`\\u`/`\\c` without digits are
@@ -209,13 +222,15 @@ def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named:
         return _literal("\b", rust), 1  # backspace inside a class
     if ch in _CONTROL:
         return _literal(_CONTROL[ch], rust), 1
+    # a backreference to a group that has not matched (yet), or is still open, matches the
+    # empty text in JavaScript (`(a)|\1b` finds "b"); the `regex` module's would fail
     name = re.match(r"k<([A-Za-z_$][\w$]*)>", source[i:])
     if name and named:
-        return f"(?P={name.group(1)})", name.end()
-    # a backreference: ASCII digits only (`\²` or `\٣` is the character itself in JavaScript)
+        return _backreference(name.group(1), f"(?P={name.group(1)})", opened), name.end()
+    # ASCII digits only (`\²` or `\٣` is the character itself in JavaScript)
     number = re.match(r"[1-9][0-9]*", source[i:])
     if number and int(number.group()) <= groups:
-        return "\\" + number.group(), number.end()
+        return _backreference(number.group(), "\\" + number.group(), opened), number.end()
     m = _HEX.match(source, i)
     if m:
         code = (int(m.group(1) or m.group(2), 16) if m.group(1) or m.group(2) else
@@ -224,6 +239,12 @@ def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named:
     if ch == "c":
         return _literal("\\", rust) + "c", 1
     return _literal(ch, rust), 1
+
+
+def _backreference(group: str, ref: str, opened: list[tuple[str, ...]]) -> str:
+    """`ref` to `group` when it has matched, else the empty text (a conditional); the
+    empty text while the group is still open."""
+    return "(?:)" if any(group in g for g in opened) else f"(?({group}){ref}|)"
 
 
 def _literal(ch: str, rust: bool) -> str:

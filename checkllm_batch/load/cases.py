@@ -213,10 +213,13 @@ def _as_text(df: pl.DataFrame, name: str) -> pl.Expr:
     col = pl.col(name)
     if dtype == pl.String:  # promptfoo cuts one trailing newline from a string var
         return col.str.strip_suffix("\n")
-    if dtype.is_float():  # as JavaScript prints a number: 1.0 -> "1"
+    if dtype.is_float():  # as JavaScript prints a number: 1.0 -> "1", inf -> "Infinity"
         whole = (col == col.round()) & (col.abs() < 1e21)
-        return pl.when(whole).then(col.cast(pl.Int64, strict=False).cast(pl.String)) \
-            .otherwise(col.cast(pl.String))
+        return (pl.when(col.is_nan()).then(pl.lit("NaN"))
+                .when(col == float("inf")).then(pl.lit("Infinity"))
+                .when(col == float("-inf")).then(pl.lit("-Infinity"))
+                .when(whole).then(col.cast(pl.Int64, strict=False).cast(pl.String))
+                .otherwise(col.cast(pl.String)))
     if isinstance(dtype, pl.List):
         return col.list.eval(pl.element().cast(pl.String)).list.join(",")
     if isinstance(dtype, pl.Struct):

@@ -183,14 +183,15 @@ def _provider_metadata(df: pl.DataFrame) -> list[pl.Expr]:
     out = [pl.col("finish_reason").cast(pl.String) if "finish_reason" in df.columns
            else pl.lit(None, pl.String).alias("finish_reason")]
     logprobs = pl.List(pl.Float64)
-    if "logprobs" not in df.columns:
+    dtype = df.schema.get("logprobs")
+    if dtype is None:
         out.append(pl.lit(None, logprobs).alias("logprobs"))
-    elif df.schema["logprobs"] == pl.String:  # text that is not a JSON list of numbers: null
-        text = pl.col("logprobs")
+    elif isinstance(dtype, pl.List) and (dtype.inner.is_numeric() or dtype.inner == pl.Null):
+        out.append(pl.col("logprobs").cast(logprobs, strict=False))
+    else:  # text, or JSON of another shape: null unless it is a JSON list of numbers
+        text = _json_or_null(df, "logprobs")
         out.append(pl.when(text.str.contains(_NUMBER_LIST)).then(text).otherwise(None)
                    .str.json_decode(logprobs).alias("logprobs"))
-    else:
-        out.append(pl.col("logprobs").cast(logprobs, strict=False))
     out += [_json_or_null(df, name).alias(name) for name in ("tools", "metadata")]
     return out
 

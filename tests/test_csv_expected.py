@@ -129,6 +129,13 @@ UNREGISTERED_CELLS = [
     ("search-rubric: cites a source", '"search-rubric" cannot run here'),
     ("ruby:output.size > 3", '"ruby" cannot run here'),
     ("javascript:output.length > 3", '"javascript" cannot run here'),
+    ("human", '"human" cannot run here'),
+    ("agent-rubric:uses the tool", '"agent-rubric" cannot run here'),
+    ("trace-span-count(2):x", '"trace-span-count" cannot run here'),
+    ("not-trace-error-spans", '"trace-error-spans" cannot run here'),
+    ("trace-span-duration:", '"trace-span-duration" cannot run here'),
+    *((f"trajectory:{t}:x", f'"trajectory:{t}" cannot run here') for t in (
+        "goal-success", "step-count", "tool-args-match", "tool-sequence", "tool-used")),
 ]
 
 
@@ -145,3 +152,36 @@ def test_the_table_names_every_promptfoo_type_we_do_not_register():
 
     named = {message.split('"')[1] for _, message in UNREGISTERED_CELLS}
     assert named == set(PROMPTFOO_TYPES) - set(known_names())
+
+
+# (output, __expected cell, promptfoo 0.123.1's test status and score), from the offline kit
+# (a CSV of these rows graded by its verbatim provider, 2026-11-24). promptfoo's cell regex
+# takes a threshold only as `(digits[.digits])` (else the whole cell is an `equals`), keeps it
+# only for the types with a CSV threshold, and leaves contains-any/all without a value when
+# nothing follows the colon.
+KIT_CELLS = [
+    ("the cat sat on the mat", "gleu(0.9):the cat sat on a mat", "pass", 0.6111111111111112),
+    ("the cat sat on", "bleu(0.9):the cat sat", "fail", 0.012574334296829352),
+    ("x", "contains-any(0.5):x", "pass", 1.0),
+    ("abc", "regex(0.5):b", "pass", 1.0),
+    ("abc", "not-regex(0.5):b", "fail", 0.0),
+    ("x", "contains-all(0.5)", "error", None),
+    ("x", "icontains-any:", "error", None),
+    ("paris", "rouge-n(.5): paris", "fail", 0.0),
+    ("levenshtein(1.):x", "levenshtein(1.):x", "pass", 1.0),
+    ("abc", "levenshtein(1):abd", "pass", 1.0),
+    ("abc", "levenshtein(1.5):abd", "pass", 1.0),
+]
+
+
+@pytest.mark.parametrize("output,cell,status,score", KIT_CELLS)
+def test_cells_read_as_promptfoo_reads_them(tmp_path, output, cell, status, score):
+    (tmp_path / "t.csv").write_text(f'__providerOutput,__expected\n"{output}","{cell}"\n',
+                                    encoding="utf-8")
+    try:
+        run = cb.evaluate(cb.load(write_suite(tmp_path, {"tests": "file://t.csv"})))
+    except cb.ConfigError:  # refused when the suite loads: an error, as promptfoo's
+        assert status == "error"
+        return
+    got = run.test_results.row(0, named=True)
+    assert (got["status"], got["score"]) == (status, pytest.approx(score) if score else score)

@@ -28,6 +28,8 @@ CANNOT_RUN = {
     "guardrails": "it reads a provider's guardrail flags, which stored outputs do not carry",
     "pi": "it needs the remote Pi Labs scorer; use llm-rubric or g-eval with a judge",
     "search-rubric": "it needs a judge that searches the web; use llm-rubric",
+    "human": "it is a grade a person gives in promptfoo's web viewer; use llm-rubric with a "
+             "judge",
     "agent-rubric": "it needs an agentic grader (a coding-agent SDK); use llm-rubric with a "
                     "judge",
     **{t: "outputs datasets carry no traces" for t in

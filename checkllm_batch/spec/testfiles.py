@@ -4,6 +4,7 @@ JSON/YAML lists, or Parquet (rows read like CSV rows)."""
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import re
@@ -22,18 +23,23 @@ from .yaml12 import LineDict, checked_int, decode, load_yaml
 # promptfoo's CSV default threshold for `classifier`, a promptfoo type we do not register (the
 # cell then fails at parse as one we cannot run); registered types declare theirs (csv_threshold)
 _UNREGISTERED_CSV_THRESHOLDS = {"classifier": 0.75}
-# promptfoo's base types (§4): a cell naming one is that type even where we do not have it
-# (then parsing says it cannot run here), never silently an `equals`.
+# promptfoo 0.123.1's base types, in its own order (BaseAssertionTypesSchema): a cell naming one
+# is that type even where we do not have it (then parsing says it cannot run here), never
+# silently an `equals`. Its CSV regex tries them in this order, the first that reads the whole
+# cell wins: "similar:dot:x" is `similar` with the value "dot:x", as promptfoo reads it.
 PROMPTFOO_TYPES = (
-    "equals contains icontains contains-any icontains-any contains-all icontains-all starts-with "
-    "regex word-count levenshtein is-refusal finish-reason is-json contains-json is-xml "
-    "contains-xml is-html contains-html is-sql contains-sql is-valid-openai-tools-call "
-    "is-valid-function-call is-valid-openai-function-call similar similar:dot similar:euclidean "
-    "rouge-n bleu gleu meteor perplexity perplexity-score classifier javascript python ruby "
-    "webhook cost latency guardrails llm-rubric g-eval model-graded-closedqa factuality "
-    "model-graded-factuality answer-relevance context-recall context-relevance "
-    "context-faithfulness conversation-relevance search-rubric moderation pi select-best "
-    "max-score tool-call-f1").split()
+    "agent-rubric answer-relevance bleu classifier contains contains-all contains-any "
+    "contains-html contains-json contains-sql contains-xml context-faithfulness context-recall "
+    "context-relevance conversation-relevance cost equals factuality finish-reason g-eval gleu "
+    "guardrails icontains icontains-all icontains-any is-html is-json is-refusal is-sql "
+    "is-valid-function-call is-valid-openai-function-call is-valid-openai-tools-call is-xml "
+    "javascript latency levenshtein llm-rubric pi meteor model-graded-closedqa "
+    "model-graded-factuality moderation perplexity perplexity-score python regex rouge-n ruby "
+    "similar similar:cosine similar:dot similar:euclidean starts-with skill-used "
+    "trajectory:goal-success trajectory:tool-args-match trajectory:step-count "
+    "trajectory:tool-sequence trajectory:tool-used trace-error-spans trace-span-count "
+    "trace-span-duration search-rubric webhook word-count select-best human max-score "
+    "assert-set").split()
 
 
 def read_test_file(path: Path) -> list[dict]:
@@ -152,6 +158,15 @@ def _number(cell: str, column: str, path: Path, index: int) -> float:
     return float(m.group(1))
 
 
+@functools.cache
+def _cell_pattern() -> re.Pattern[str]:
+    """promptfoo's CSV cell regex: `[not-]type[(threshold)][:value]`, its types first in its
+    order, then the names only we know (CheckLLM's, PromptKit's), longest first."""
+    ours = sorted(set(known_names()) - set(PROMPTFOO_TYPES), key=len, reverse=True)
+    names = "|".join(re.escape(n) for n in [*PROMPTFOO_TYPES, *ours])
+    return re.compile(rf"^(not-)?({names})(?:\((\d+(?:\.\d+)?)\))?(?::(.*))?$", re.S)
+
+
 def assertion_from_string(cell: str) -> dict[str, Any]:
     """promptfoo's assertionFromString for an `__expected` cell (already trimmed)."""
     for prefix in ("javascript:", "fn:", "eval:"):
@@ -166,9 +181,7 @@ def assertion_from_string(cell: str) -> dict[str, Any]:
             return {"type": "llm-rubric", "value": cell[len(prefix):]}
     if cell.startswith("python:"):
         return {"type": "python", "value": cell[len("python:"):].strip()}
-    every = {*known_names(), *PROMPTFOO_TYPES}
-    names = "|".join(re.escape(n) for n in sorted(every, key=len, reverse=True))
-    m = re.match(rf"^(not-)?({names})(?:\(([\d.]+)\))?(?::(.*))?$", cell, re.S)
+    m = _cell_pattern().match(cell)
     if not m:
         return {"type": "equals", "value": cell}
     negate, base, threshold, rest = m.groups()
@@ -178,8 +191,10 @@ def assertion_from_string(cell: str) -> dict[str, Any]:
     atype = REGISTRY.get(base)
     reading = atype.csv_value if atype else CsvValue.TRIMMED
     if reading is CsvValue.ITEMS:
+        if not rest:  # promptfoo keeps "" or nothing as it is: the type needs a value
+            return out  # (and these types take no threshold)
         try:
-            out["value"] = split_items(rest or "")  # [N]: quoted items may hold commas
+            out["value"] = split_items(rest)  # [N]: quoted items may hold commas
         except ValueError:
             out["value"] = rest  # the assertion's own check reports it, with the place
     elif reading is CsvValue.AS_IS:
@@ -187,9 +202,8 @@ def assertion_from_string(cell: str) -> dict[str, Any]:
             out["value"] = rest
     elif rest is not None:
         out["value"] = rest.strip()
+    # only the types with a CSV threshold take one; promptfoo ignores `(N)` on the others
     default = atype.csv_threshold if atype else _UNREGISTERED_CSV_THRESHOLDS.get(base)
-    if threshold is not None:
-        out["threshold"] = float(threshold)
-    elif default is not None:
-        out["threshold"] = default
+    if default is not None:
+        out["threshold"] = default if threshold is None else float(threshold)
     return out

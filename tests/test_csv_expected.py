@@ -57,7 +57,7 @@ CSV = (
     "__metadata:topic,__metadata:tags[],__prefix,__suffix,__config:__expected2:threshold,"
     "_expected\n"
     'capital?,  contains: Paris  ,,"icontains-any:a,b",0,geo row,acc,geo,"x, y\\, z",P:, :S,0.4,v\n'
-    ",,,,0.5abc,,,,,,,,\n"
+    ",,,, 0.5 ,,,,,,,,\n"
 )
 
 
@@ -69,17 +69,20 @@ def test_csv_columns(tmp_path):
     assert first["assert"] == [  # the empty __expected2 cell is skipped: __expected2's
         {"type": "contains", "value": "Paris", "metric": "acc"},  # threshold indexes the
         {"type": "icontains-any", "value": ["a", "b"], "metric": "acc", "threshold": 0.4}]  # 2nd
-    assert "threshold" not in first  # __threshold 0 is dropped
+    assert first["threshold"] == 0  # promptfoo 0.123.1 keeps a 0 (kit: 0.5 >= 0 passes)
     assert first["description"] == "geo row"
     assert first["metadata"] == {"topic": "geo", "tags": ["x", "y, z"]}
     assert first["options"] == {"prefix": "P:", "suffix": " :S"}
-    assert second["threshold"] == 0.5  # parseFloat("0.5abc")
+    assert second["threshold"] == 0.5
     assert second["description"] == "Row #2" and second["assert"] == []
 
 
-def test_csv_threshold_that_is_not_a_number_is_a_config_error(tmp_path):
+@pytest.mark.parametrize("cell", ["abc", "0.5abc", "Infinity", "1,5", "0x1", "\u0661"])
+def test_csv_threshold_that_is_not_a_number_is_a_config_error(tmp_path, cell):
+    """promptfoo ignores such a __threshold (its parseFiniteNumber); a silent 0.5 for
+    "0.5abc", as parseFloat reads it, would grade differently: refused here."""
     path = tmp_path / "tests.csv"
-    path.write_text("q,__threshold\nx,abc\n", encoding="utf-8")
+    path.write_text(f'q,__threshold\nx,"{cell}"\n', encoding="utf-8")
     with pytest.raises(cb.ConfigError, match="__threshold must be a number"):
         read_test_file(path)
 
@@ -185,3 +188,12 @@ def test_cells_read_as_promptfoo_reads_them(tmp_path, output, cell, status, scor
         return
     got = run.test_results.row(0, named=True)
     assert (got["status"], got["score"]) == (status, pytest.approx(score) if score else score)
+
+
+def test_a_test_threshold_of_zero_is_kept(tmp_path):
+    """promptfoo 0.123.1 (kit): one of two assertions failing, `__threshold` 0: the test
+    passes with score 0.5 ("Aggregate score 0.50 ≥ 0 threshold")."""
+    (tmp_path / "t.csv").write_text("__providerOutput,__expected1,__expected2,__threshold\n"
+                                    "abc,contains:a,contains:z,0\n", encoding="utf-8")
+    run = cb.evaluate(cb.load(write_suite(tmp_path, {"tests": "file://t.csv"})))
+    assert run.test_results.select("status", "score").rows() == [("pass", 0.5)]

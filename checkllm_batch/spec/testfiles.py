@@ -7,6 +7,7 @@ import csv
 import functools
 import io
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,7 @@ def _csv_test(index: int, row: dict[str, str], path: Path) -> dict:
         elif column in ("__providerOutput", "__output"):
             test["providerOutput"] = cell
         elif column == "__threshold":
-            if cell.strip() and _number(cell, column, path, index) != 0:
+            if cell.strip():
                 test["threshold"] = _number(cell, column, path, index)
         elif column in ("__prefix", "__suffix"):
             test.setdefault("options", {})[column[2:]] = cell
@@ -147,15 +148,18 @@ def _csv_test(index: int, row: dict[str, str], path: Path) -> dict:
     return test
 
 
-_JS_FLOAT = re.compile(r"^\s*[+-]?(\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
+# promptfoo's parseFiniteNumber: the whole trimmed cell is one decimal literal
+_FINITE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 def _number(cell: str, column: str, path: Path, index: int) -> float:
-    """JavaScript's parseFloat ("0.5abc" -> 0.5); no number at all is a config error."""
-    m = _JS_FLOAT.match(cell)
-    if not m:
+    """A threshold cell as promptfoo reads it: a whole finite decimal number (`0` included).
+    promptfoo ignores any other `__threshold` ("0.5abc", "Infinity") and stops on such a
+    `__config` threshold; both are a config error here."""
+    text = cell.strip()
+    if not _FINITE.fullmatch(text) or not math.isfinite(float(text)):
         raise ConfigError([f"{path}:{index + 2}: {column} must be a number, got {cell!r}"])
-    return float(m.group(1))
+    return float(text)
 
 
 @functools.cache

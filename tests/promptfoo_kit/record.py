@@ -58,7 +58,7 @@ def grade(cases: list[dict]) -> list[dict]:
 def _verdict(result: dict) -> dict:
     grading = result.get("gradingResult") or {}
     part = (grading.get("componentResults") or [grading])[0]
-    reason = part.get("reason") or result.get("error") or ""
+    reason = str(part.get("reason") or result.get("error") or "")  # a judge's reply may hold a number
     return {"pass": part.get("pass"), "score": part.get("score"),
             "reason": reason.splitlines()[0][:300] if reason else ""}
 

@@ -119,11 +119,11 @@ def boolean(value: Any, name: str = "pass") -> bool:
 def rubric(text: str, threshold: float | None) -> Outcome:
     """llm-rubric: {pass, score, reason}. Needs pass or score; score must be in [0, 1]."""
     obj = first_json_object(text)
-    if "pass" not in obj and obj.get("score") is None:  # {"score": null} is no score either
+    given = obj.get("pass") is not None  # {"pass": null} is no pass, {"score": null} no score
+    if not given and obj.get("score") is None:
         raise Unparsable(f"judge reply has neither pass nor score: {snippet(text)}")
     score = unit_score(obj["score"]) if obj.get("score") is not None else None
-    passed = boolean(obj["pass"]) if score is None or "pass" in obj \
-        else score >= (threshold or 0.5)
+    passed = boolean(obj["pass"]) if given or score is None else score >= (threshold or 0.5)
     if score is None:  # {"pass": true, "score": null} scores 0, as in promptfoo
         score = 0.0 if "score" in obj else float(passed)
     if threshold is not None and score < threshold:

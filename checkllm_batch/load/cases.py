@@ -215,8 +215,8 @@ def _js_decimal(text: pl.Expr) -> pl.Expr:
     parts = text.str.extract_groups(r"^(-?)(\d)\.?(\d*)e([+-]\d+)$")
     sign, digits = parts.struct[0], pl.concat_str(parts.struct[1], parts.struct[2])
     exp = parts.struct[3].cast(pl.Int32)
-    big = pl.concat_str(digits, pl.lit("0" * 21)).str.slice(0, exp + 1)
-    small = pl.concat_str(pl.lit("0." + "0" * 6).str.slice(0, 1 - exp), digits)
+    big = pl.concat_str(digits, pl.lit("0" * 21)).str.slice(0, (exp + 1).clip(0, 21))
+    small = pl.concat_str(pl.lit("0." + "0" * 6).str.slice(0, (1 - exp).clip(0, 8)), digits)
     return (pl.when((exp >= 0) & (exp < 21)).then(pl.concat_str(sign, big))
             .when((exp < 0) & (exp >= -6)).then(pl.concat_str(sign, small))
             .otherwise(text.str.strip_suffix(".0")))  # 2**53 and up: "9007199254740994.0"

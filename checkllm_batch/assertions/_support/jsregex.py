@@ -192,18 +192,22 @@ def translate(source: str, *, rust: bool) -> str:
     named = "(?<" in source.replace("(?<=", "").replace("(?<!", "")
     opened: list[tuple[str, ...]] = []  # the groups open at `i`: (number, name?) if capturing
     captures = 0
+    set_before = False  # the class's last item was a set (\\d): a "-" after it is a literal
     while i < n:
         ch = source[i]
         if ch == "\\" and i + 1 < n:
             text, used = _escape(source, i + 1, in_class, rust, groups, named, opened)
             out.append(text)
+            set_before = source[i + 1] in "dwsDWS"
             i += 1 + used
             continue
         if in_class:
             if ch == "]":
                 in_class = False
                 out.append("]")
-            elif ch in "[&~" or (ch == "-" and source[i + 1: i + 2] == "-"):
+            elif ch in "[&~" or (ch == "-" and (set_before or source[i + 1: i + 2] == "-" or
+                                                 _CLASS_ESCAPE.match(source, i + 1))):
+                # (JS: [a-\\d] and [\\d-a] are a, "-" or a digit)
                 out.append("\\" + ch)  # set operators in Rust classes; literals in JS
             else:
                 out.append(ch)
@@ -243,6 +247,7 @@ def translate(source: str, *, rust: bool) -> str:
             out.append(r"\]")
         else:
             out.append(ch)
+        set_before = False
         i += 1
     return "".join(out)
 
@@ -254,6 +259,7 @@ def _closes_quantifier(out: list[str]) -> bool:
 
 _CONTROL = {"f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
 # (a legacy octal escape is at most \\377: `\\477` is `\\47` and "7")
+_CLASS_ESCAPE = re.compile(r"\\[dwsDWS]")  # a set inside a class
 _CLASS_CONTROL = re.compile(r"()()c([0-9_])")
 _HEX = re.compile(r"x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|c([A-Za-z])|([0-3][0-7]{0,2}|[4-7][0-7]?)")
 

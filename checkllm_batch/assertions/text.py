@@ -270,13 +270,20 @@ def _expected(value: Any, spec: Any) -> tuple[Any, Any] | None:
 _MINUS_ZERO = re.compile(r"-0(?![\d.eE])")  # the integer -0 (or the text "-0" in a string)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _parsed(text: str) -> Any:
     """The JSON text parsed as JSON.parse reads it: an integer `-0` keeps its sign (orjson
-    reads it as 0; promptfoo's deep equality tells -0 from 0)."""
-    value = orjson.loads(text)
-    if _MINUS_ZERO.search(text):
-        return json.loads(text, parse_int=lambda s: -0.0 if s == "-0" else int(s))
-    return value
+    reads it as 0; promptfoo's deep equality tells -0 from 0), and a number beyond the
+    doubles is ±Infinity (orjson refuses it): those texts are read again by `json`."""
+    if not _MINUS_ZERO.search(text):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text, parse_int=float, parse_constant=_no_constant)
 
 
 def _same_json(text: str | None, expected: tuple[Any, Any]) -> Outcome:
@@ -284,7 +291,7 @@ def _same_json(text: str | None, expected: tuple[Any, Any]) -> Outcome:
         return False, "output is not valid JSON"
     try:
         return _canonical(_parsed(text)) == expected[0], None
-    except (orjson.JSONDecodeError, TypeError, RecursionError):  # json: nesting near 1000
+    except (ValueError, TypeError, RecursionError):  # json: nesting near 1000
         return False, "output is not valid JSON"
 
 

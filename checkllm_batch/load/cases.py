@@ -208,21 +208,45 @@ def _json_or_null(df: pl.DataFrame, name: str) -> pl.Expr:
         encoded.str.slice(head, encoded.str.len_chars() - head - 1))
 
 
+def _js_decimal(text: pl.Expr) -> pl.Expr:
+    """Polars' text of a float as JavaScript prints it: in decimals, not with an exponent,
+    from 1e-6 to below 1e21 (Polars: "1.5e-6", "1.2345e+19"; JavaScript: "0.0000015",
+    "12345000000000000000"), and a whole number without ".0"."""
+    parts = text.str.extract_groups(r"^(-?)(\d)\.?(\d*)e([+-]\d+)$")
+    sign, digits = parts.struct[0], pl.concat_str(parts.struct[1], parts.struct[2])
+    exp = parts.struct[3].cast(pl.Int32)
+    big = pl.concat_str(digits, pl.lit("0" * 21)).str.slice(0, (exp + 1).clip(0, 21))
+    small = pl.concat_str(pl.lit("0." + "0" * 6).str.slice(0, (1 - exp).clip(0, 8)), digits)
+    return (pl.when((exp >= 0) & (exp < 21)).then(pl.concat_str(sign, big))
+            .when((exp < 0) & (exp >= -6)).then(pl.concat_str(sign, small))
+            .otherwise(text.str.strip_suffix(".0")))  # 2**53 and up: "9007199254740994.0"
+
+
 def _as_text(df: pl.DataFrame, name: str) -> pl.Expr:
     """A var column as Nunjucks would print it into a template."""
     dtype = df.schema[name]
-    col = pl.col(name)
     if dtype == pl.String:  # promptfoo cuts one trailing newline from a string var
-        return col.str.strip_suffix("\n")
+        return pl.col(name).str.strip_suffix("\n")
+    return _printed(pl.col(name), dtype)
+
+
+def _printed(col: pl.Expr, dtype: pl.DataType | pl.datatypes.DataTypeClass) -> pl.Expr:
+    """Values of `dtype` as JavaScript's String() prints them (a list's items joined by ",",
+    a null item as nothing)."""
     if dtype.is_float():  # as JavaScript prints a number: 1.0 -> "1", inf -> "Infinity"
-        whole = (col == col.round()) & (col.abs() < 1e21)
+        whole = (col == col.round()) & (col.abs() < 2**53)  # beyond: shortest digits
         return (pl.when(col.is_nan()).then(pl.lit("NaN"))
                 .when(col == float("inf")).then(pl.lit("Infinity"))
                 .when(col == float("-inf")).then(pl.lit("-Infinity"))
                 .when(whole).then(col.cast(pl.Int64, strict=False).cast(pl.String))
-                .otherwise(col.cast(pl.String)))
+                .otherwise(_js_decimal(col.cast(pl.String))))
+    if dtype.is_integer():  # JavaScript holds a double: 123456789012345678 prints ...680
+        exact = (col < 2**53) & (col > -(2**53))
+        return pl.when(exact).then(col.cast(pl.String)).otherwise(
+            _js_decimal(col.cast(pl.Float64).cast(pl.String)))
     if isinstance(dtype, pl.List):
-        return col.list.eval(pl.element().cast(pl.String)).list.join(",")
+        item = _printed(pl.element(), dtype.inner).fill_null("")
+        return col.list.eval(item).list.join(",")
     if isinstance(dtype, pl.Struct):
         return pl.when(col.is_null()).then(None).otherwise(pl.lit("[object Object]"))
     return col.cast(pl.String)

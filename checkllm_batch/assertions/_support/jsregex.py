@@ -17,10 +17,32 @@ import regex as backtracking
 
 from .distinct import over_distinct
 
-_JS_SPACE = r"\t\n\x0B\f\r \xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF"
-_CLASS_ESCAPES = {"d": "0-9", "w": "A-Za-z0-9_", "s": _JS_SPACE}
-_RUST_CLASS_ESCAPES = {k: re.sub(r"\\u([0-9A-F]{4})", r"\\x{\1}", v)
-                       for k, v in _CLASS_ESCAPES.items()}  # Rust spells \uXXXX \x{XXXX}
+# JavaScript's \d, \w and \s as ranges of code points (ASCII digits and word characters)
+_CLASS_RANGES = {"d": [(0x30, 0x39)], "w": [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F),
+                                            (0x61, 0x7A)],
+                 "s": [(0x9, 0xD), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680),
+                       (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F),
+                       (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]}
+
+
+def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    starts = [0] + [hi + 1 for _, hi in ranges]
+    ends = [lo - 1 for lo, _ in ranges] + [0x10FFFF]
+    return [(lo, hi) for lo, hi in zip(starts, ends) if lo <= hi]
+
+
+def _class_body(ranges: list[tuple[int, int]], rust: bool) -> str:
+    """The ranges as the inside of a character class, for Rust or for the `regex` module."""
+    def char(c: int) -> str:
+        return f"\\x{{{c:X}}}" if rust else f"\\U{c:08X}"
+    return "".join(char(lo) if lo == hi else f"{char(lo)}-{char(hi)}" for lo, hi in ranges)
+
+
+# \d \w \s and, for use inside a class, their negations \D \W \S: {(letter, rust): body}
+_CLASS_ESCAPES = {(letter, rust): _class_body(ranges if letter.islower() else
+                                              _complement(ranges), rust)
+                  for lower, ranges in _CLASS_RANGES.items()
+                  for letter in (lower, lower.upper()) for rust in (True, False)}
 _WORD = "[A-Za-z0-9_]"
 _QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
 _NEEDS_BACKTRACKING = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<")
@@ -28,9 +50,9 @@ _NEEDS_BACKTRACKING = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<")
 
 _GROUP = re.compile(r"\((?!\?)|\(\?<(?![=!])")  # a capturing group opens
 _NAMED = re.compile(r"\(\?<([A-Za-z_$][\w$]*)>")
+_NAME_REF = re.compile(r"k<([A-Za-z_$][\w$]*)>")
 _JS_GROUP_OPENERS = re.compile(r"\(\?(?:[:=!]|<[=!]|<[A-Za-z_$][\w$]*>)")
 _QUANTIFIED = re.compile(r"(?:[*+?]|\{\d+(?:,\d*)?\})\??")
-_QUANTIFIER_PAIR = re.compile(r"[*+?}][*+?{]")  # where a quantifier may follow another
 ASTRAL = r"[\x{10000}-\x{10FFFF}]"  # Polars: a character beyond U+FFFF
 ASTRAL_CHAR = re.compile("[\U00010000-\U0010FFFF]")
 _UNIT_SENSITIVE = re.compile(r"\.|\[\^|\\[SWDu]|[\U00010000-\U0010FFFF]")
@@ -83,6 +105,8 @@ def compile_js(source: str, *, rust_checked: bool = True) -> JsRegex:
     `strict=False` and sends what Rust could not compile (null) to `compile_js` again."""
     _check_js_syntax(source)
     units = translate(utf16(source), rust=False) if _UNIT_SENSITIVE.search(source) else None
+    if units is not None and ASTRAL_CHAR.search(source):  # JavaScript reads the pattern
+        _compiled(source, units)  # as UTF-16 units: [😀-😂] is \\uDE00-\\uD83D, out of order
     if not _NEEDS_BACKTRACKING.search(source):
         rust = translate(source, rust=True)
         if not rust_checked:
@@ -93,38 +117,71 @@ def compile_js(source: str, *, rust_checked: bool = True) -> JsRegex:
         except pl.exceptions.PolarsError:
             pass  # try the backtracking engine, which accepts more
     python = translate(source, rust=False)
+    _compiled(source, python)
+    return JsRegex(source, python, backtracking=True, units=units)
+
+
+def _compiled(source: str, pattern: str) -> None:
+    """ValueError if the `regex` module cannot compile the translation `pattern`."""
     try:
-        backtracking.compile(python)
+        backtracking.compile(pattern)
     except backtracking.error as e:
         raise ValueError(f"invalid regex {source!r}: {e}") from None
-    return JsRegex(source, python, backtracking=True, units=units)
 
 
 def _check_js_syntax(source: str) -> None:
     """What Rust and Python accept but JavaScript does not: inline flags and other `(?`
-    groups (`(?i)`, `(?P<n>`, `(?#`, `(?>`), and a quantifier on a quantifier (`a++`)."""
-    if "(?" not in source and not _QUANTIFIER_PAIR.search(source):
-        return  # neither can occur
-    i, in_class = 0, False
-    while i < len(source):
+    groups (`(?i)`, `(?P<n>`, `(?#`, `(?>`), and a quantifier with nothing to repeat: at the
+    start of an alternative, on a quantifier (`a++`), or on an assertion (`^*`, `$?`, `\\b+`,
+    a lookbehind; a lookahead may be repeated); in a pattern with named groups, a name used
+    twice and a `\\k` that names no group."""
+    names = _NAMED.findall(source)
+    if len(set(names)) < len(names):
+        raise ValueError(f"invalid regex {source!r}: a group name is used twice")
+    i, n = 0, len(source)
+    last = ""  # what a quantifier at `i` would repeat: "" (nothing), atom, assertion, quantifier
+    groups: list[str] = []  # the open groups' openers
+    while i < n:
         ch = source[i]
-        if ch == "\\":
-            i += 2
+        if m := _QUANTIFIED.match(source, i):
+            if last != "atom":
+                raise ValueError(f"invalid regex {source!r}: nothing to repeat at "
+                                 f"{source[i:m.end()]!r}")
+            last, i = "quantifier", m.end()
             continue
-        if in_class:
-            in_class = ch != "]"
+        last = "atom"
+        if ch == "\\":
+            last = "assertion" if source[i + 1:i + 2] in ("b", "B") else "atom"
+            ref = _NAME_REF.match(source, i + 1)
+            if names and source[i + 1:i + 2] == "k" and not (ref and ref.group(1) in names):
+                raise ValueError(f"invalid regex {source!r}: \\k names no group")
+            i += 1
         elif ch == "[":
-            skip = 2 if source.startswith("[]", i) else 3 if source.startswith("[^]", i) else 0
-            in_class = not skip
-            i += max(skip - 1, 0)
-        elif source.startswith("(?", i) and not _JS_GROUP_OPENERS.match(source, i):
-            raise ValueError(f"invalid regex {source!r}: JavaScript has no {source[i:i + 3]!r} "
-                             "group (no inline flags)")
-        elif (m := _QUANTIFIED.match(source, i)) and _QUANTIFIED.match(source, m.end()) \
-                and i > 0 and source[i - 1] not in "(|":
-            raise ValueError(f"invalid regex {source!r}: nothing to repeat at "
-                             f"{source[m.end():m.end() + 2]!r}")
+            i = _class_end(source, i)
+        elif ch in "^$":
+            last = "assertion"
+        elif ch == "|":
+            last = ""
+        elif ch == "(":
+            opener = _JS_GROUP_OPENERS.match(source, i)
+            if source.startswith("(?", i) and not opener:
+                raise ValueError(f"invalid regex {source!r}: JavaScript has no "
+                                 f"{source[i:i + 3]!r} group (no inline flags)")
+            groups.append(opener.group() if opener else "(")
+            last, i = "", opener.end() - 1 if opener else i
+        elif ch == ")" and groups:
+            last = "assertion" if groups.pop() in ("(?<=", "(?<!") else "atom"
         i += 1
+
+
+def _class_end(source: str, i: int) -> int:
+    """Where the character class opening at `i` ends (its `]`; JS: `[]` and `[^]` too)."""
+    j = i + 1 + (source[i + 1:i + 2] == "^")
+    if source[j:j + 1] == "]":
+        return j
+    while j < len(source) and source[j] != "]":
+        j += 2 if source[j] == "\\" else 1
+    return j
 
 
 def translate(source: str, *, rust: bool) -> str:
@@ -135,18 +192,22 @@ def translate(source: str, *, rust: bool) -> str:
     named = "(?<" in source.replace("(?<=", "").replace("(?<!", "")
     opened: list[tuple[str, ...]] = []  # the groups open at `i`: (number, name?) if capturing
     captures = 0
+    set_before = False  # the class's last item was a set (\\d): a "-" after it is a literal
     while i < n:
         ch = source[i]
         if ch == "\\" and i + 1 < n:
             text, used = _escape(source, i + 1, in_class, rust, groups, named, opened)
             out.append(text)
+            set_before = source[i + 1] in "dwsDWS"
             i += 1 + used
             continue
         if in_class:
             if ch == "]":
                 in_class = False
                 out.append("]")
-            elif ch in "[&~" or (ch == "-" and source[i + 1: i + 2] == "-"):
+            elif ch in "[&~" or (ch == "-" and (set_before or source[i + 1: i + 2] == "-" or
+                                                 _CLASS_ESCAPE.match(source, i + 1))):
+                # (JS: [a-\\d] and [\\d-a] are a, "-" or a digit)
                 out.append("\\" + ch)  # set operators in Rust classes; literals in JS
             else:
                 out.append(ch)
@@ -186,6 +247,7 @@ def translate(source: str, *, rust: bool) -> str:
             out.append(r"\]")
         else:
             out.append(ch)
+        set_before = False
         i += 1
     return "".join(out)
 
@@ -196,7 +258,10 @@ def _closes_quantifier(out: list[str]) -> bool:
 
 
 _CONTROL = {"f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
-_HEX = re.compile(r"x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|c([A-Za-z])|0(?![0-9])|([1-7][0-7]{0,2})")
+# (a legacy octal escape is at most \\377: `\\477` is `\\47` and "7")
+_CLASS_ESCAPE = re.compile(r"\\[dwsDWS]")  # a set inside a class
+_CLASS_CONTROL = re.compile(r"()()c([0-9_])")
+_HEX = re.compile(r"x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|c([A-Za-z])|([0-3][0-7]{0,2}|[4-7][0-7]?)")
 
 
 def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named: bool,
@@ -206,12 +271,9 @@ def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named:
     the plain letter; `\\1` beyond the groups and `\\x`/`\\u`/`\\c` without digits are
     octal or plain; `\\k` is a plain `k` unless the pattern names a group."""
     ch = source[i]
-    lower = ch.lower()
-    if lower in _CLASS_ESCAPES:
-        body = (_RUST_CLASS_ESCAPES if rust else _CLASS_ESCAPES)[lower]
-        if in_class:
-            return (body if ch.islower() else "\\" + ch), 1  # negated in a class: rare
-        return (f"[{body}]" if ch.islower() else f"[^{body}]"), 1
+    if (ch, rust) in _CLASS_ESCAPES:
+        body = _CLASS_ESCAPES[ch, rust]
+        return (body if in_class else f"[{body}]"), 1
     if ch in "bB" and not in_class:
         if rust:
             return f"(?-u:\\{ch})", 1
@@ -224,17 +286,19 @@ def _escape(source: str, i: int, in_class: bool, rust: bool, groups: int, named:
         return _literal(_CONTROL[ch], rust), 1
     # a backreference to a group that has not matched (yet), or is still open, matches the
     # empty text in JavaScript (`(a)|\1b` finds "b"); the `regex` module's would fail
-    name = re.match(r"k<([A-Za-z_$][\w$]*)>", source[i:])
-    if name and named:
-        return _backreference(name.group(1), f"(?P={name.group(1)})", opened), name.end()
+    name = _NAME_REF.match(source, i)
+    if name and named and not in_class:
+        return _backreference(name.group(1), f"(?P={name.group(1)})", opened), name.end() - i
     # ASCII digits only (`\²` or `\٣` is the character itself in JavaScript)
     number = re.match(r"[1-9][0-9]*", source[i:])
-    if number and int(number.group()) <= groups:
+    if number and int(number.group()) <= groups and not in_class:  # [\1] is octal
         return _backreference(number.group(), "\\" + number.group(), opened), number.end()
     m = _HEX.match(source, i)
+    if not m and in_class:  # in a class, \\c also takes a digit or "_" (`[\\c1]` is \\x11)
+        m = _CLASS_CONTROL.match(source, i)
     if m:
         code = (int(m.group(1) or m.group(2), 16) if m.group(1) or m.group(2) else
-                ord(m.group(3)) % 32 if m.group(3) else int(m.group(4) or "0", 8))
+                ord(m.group(3)) % 32 if m.group(3) else int(m.group(4), 8))
         return _literal(chr(code), rust), m.end() - i
     if ch == "c":
         return _literal("\\", rust) + "c", 1

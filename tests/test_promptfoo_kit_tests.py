@@ -5,7 +5,9 @@ threshold, vars) and maybe a defaultTest, with the pass, score, reason and per-a
 components promptfoo gave (recorded by record_tests.py, never from our output). Our test
 result must have the same pass and score; its reason too where promptfoo's says how the
 test was decided (a threshold, no assertions); each component its pass and score, in
-promptfoo's order (an assert-set followed by its members). A row with "differs" gives our
+promptfoo's order (an assert-set followed by its members); and the named metrics (mean and
+weight) unless a metric-only assertion feeds one (SPEC §3 counts it with weight 1, promptfoo
+with 0). A row with "differs" gives our
 verdict in its "ours" field instead (the difference is in docs/assertions/README.md).
 """
 
@@ -37,8 +39,10 @@ def ours(tmp_path: Path, row: dict) -> dict:
         top=pl.coalesce("parent_index", "assertion_index"),
         member=pl.when(pl.col("parent_index").is_null()).then(-1).otherwise("assertion_index"))
     components = rows.sort("top", "member").select("pass", "score", "metric_only").rows()
+    named = {m["metric"]: [m["sum"] / m["weight"] if m["weight"] else 0, m["weight"]]
+             for m in r.named_metrics.to_dicts()}
     return {**{k: test[k] for k in ("status", "pass", "score", "reason")},
-            "components": [list(c) for c in components]}
+            "components": [list(c) for c in components], "named": named}
 
 
 def check(got: dict, row: dict) -> None:
@@ -54,6 +58,9 @@ def check(got: dict, row: dict) -> None:
     for (p, s, metric_only), (wp, ws) in zip(got["components"], want["components"], strict=True):
         assert p == wp or metric_only, got  # SPEC §3: a metric-only row keeps its own verdict
         assert s is None or ws is None or s == pytest.approx(ws), got
+    if not any(metric_only for _, _, metric_only in got["components"]):  # SPEC §3: weight 1
+        assert got["named"] == {k: [pytest.approx(v), pytest.approx(w)]
+                                for k, (v, w) in want["named"].items()}, got
 
 
 @pytest.mark.parametrize("row", params(ROWS))

@@ -33,7 +33,7 @@ def compute(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite) -> None:
               WHERE n.metric IS DISTINCT FROM metric) a
         JOIN cases c USING (run_id, case_id)
         JOIN test_results t USING (run_id, case_id)
-        WHERE a.metric IS NOT NULL AND a.status IN ('pass', 'fail')
+        WHERE a.metric <> '' AND a.status IN ('pass', 'fail')  -- '': rendered to nothing
           AND a.metric IS DISTINCT FROM a.set_metric  -- the set's own score stands for it
           AND t.status <> 'error'  -- promptfoo: an erroring test feeds no metric
         GROUP BY ALL""", {"run": run_id})

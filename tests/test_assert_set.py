@@ -113,7 +113,7 @@ def test_three_sets_as_promptfoo_0_123_1_scores_them(tmp_path):
     top = r.assertion_results.filter(pl.col("parent_index").is_null())
     assert top.select("status", "score").rows() == [
         ("pass", pytest.approx(1 / 3)), ("fail", pytest.approx(1 / 3)), ("pass", 0.0)]
-    assert "Aggregate score 0.33 >= 0.2 threshold" == top["reason"][0]
+    assert "Aggregate score 0.33 ≥ 0.2 threshold" == top["reason"][0]
     assert r.test_results.select("status", "score").rows() == [("fail", pytest.approx(2 / 9))]
 
 

@@ -14,7 +14,11 @@ CASES = [
     ({"threshold": 0.2}, [EQ, CONTAINS], "world", ("pass", 1 / 3)),
     ({"threshold": 0}, [EQ, CONTAINS], "nothing", ("pass", 0.0)),  # [N]: 0 is honoured
     ({}, [], "anything", ("pass", 1.0)),  # no assertions
-    ({}, [{"type": "contains", "value": "zzz", "weight": 0}], "x", ("pass", 1.0)),  # metric-only
+    # only metric-only assertions: their weights sum to 0, so the score is 0 (promptfoo 0.123.1)
+    ({}, [{"type": "contains", "value": "zzz", "weight": 0}], "x", ("pass", 0.0)),
+    ({"threshold": 0.5}, [{"type": "contains", "value": "x", "weight": 0}], "x", ("fail", 0.0)),
+    # an error counts even in a metric-only assertion (promptfoo: the whole test errors)
+    ({}, [CONTAINS, {"type": "cost", "threshold": 1, "weight": 0}], "world", ("error", None)),
     ({}, [{"type": "contains", "value": "zzz", "metricOnly": True}, CONTAINS], "world",
      ("pass", 1.0)),
     ({}, [CONTAINS, {"type": "llm-rubric", "value": "polite"}], "world", ("error", None)),
@@ -42,11 +46,30 @@ def test_threshold_reason(tmp_path):
     assert r.test_results["reason"][0] == "Aggregate score 0.33 < 0.5 threshold"
 
 
-def test_failing_test_reason_is_its_first_failure(tmp_path):
-    r = run(tmp_path, {"tests": [{"assert": [CONTAINS, {"type": "contains", "value": "a"},
-                                             {"type": "contains", "value": "b"}]}]},
-            [{"output": "world"}])
-    assert r.test_results["reason"][0] == 'Expected output to contain "a"'
+REASONS = [
+    # (test, output, reason): as promptfoo 0.123.1 words them
+    ({"assert": [CONTAINS, {"type": "contains", "value": "a"}, {"type": "contains", "value": "b"}]},
+     "world", 'Expected output to contain "b"'),  # the last failure (promptfoo overwrites it)
+    ({"assert": [{"type": "assert-set", "assert": [{"type": "contains", "value": "s"}]},
+                 {"type": "contains", "value": "b"}]},
+     "world", 'Expected output to contain "s"'),  # sets come last, after every assertion
+    ({"assert": [CONTAINS]}, "world", "All assertions passed"),
+    ({"assert": []}, "world", "No assertions"),
+    ({"threshold": 0, "assert": [{"type": "contains", "value": "a"}]}, "world",
+     "Aggregate score 0.00 ≥ 0 threshold"),
+    ({"threshold": 1, "assert": [CONTAINS, {"type": "python", "value": "0.25"}]}, "world",
+     "Aggregate score 0.63 < 1 threshold"),  # toFixed(2): the exact double, halves up
+    ({"threshold": 0.5, "assert": [{"type": "python", "value": "0.125"}]}, "world",
+     "Aggregate score 0.13 < 0.5 threshold"),
+]
+
+
+@pytest.mark.parametrize("test,output,reason", REASONS)
+def test_test_reasons_are_promptfoos(tmp_path, test, output, reason):
+    other = {"description": "other", "assert": [CONTAINS]}
+    r = run(tmp_path, {"tests": [{"description": "t", **test}, other]},
+            [{"output": output, "test_id": "t"}])
+    assert r.test_results["reason"][0] == reason
 
 
 def test_model_graded_without_judge_is_an_error_not_a_pass(tmp_path):

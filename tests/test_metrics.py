@@ -75,3 +75,21 @@ def test_named_metric_sums_per_provider_and_prompt(tmp_path):
     m = {(r["prompt"]): (r["sum"], r["weight"], r["count"]) for r in run(tmp_path, suite, rows)
          .named_metrics.to_dicts()}
     assert m == {"A": (2.0, 2.0, 2), "B": (0.0, 1.0, 1)}
+
+
+def test_named_metrics_add_as_promptfoo_adds_them(tmp_path):
+    """promptfoo 0.123.1 (tests/promptfoo_kit/combine/hand.jsonl): a set member counts with
+    its weight times the set's, and not under the set's own metric; an erroring test (here a
+    `cost` check without a cost column) feeds no metric."""
+    members = [{"type": "contains", "value": "x", "metric": "m", "weight": 2},
+               {"type": "contains", "value": "y", "metric": "m"},
+               {"type": "contains", "value": "x", "metric": "s"}]
+    suite = {"tests": [
+        {"description": "set", "assert": [
+            {"type": "assert-set", "metric": "s", "weight": 3, "assert": members}]},
+        {"description": "error", "assert": [{"type": "contains", "value": "x", "metric": "m"},
+                                            {"type": "cost", "threshold": 1}]}]}
+    rows = [{"test_id": "set", "output": "x"}, {"test_id": "error", "output": "x"}]
+    m = {r["metric"]: (r["sum"], r["weight"]) for r in run(tmp_path, suite, rows)
+         .named_metrics.to_dicts()}
+    assert m == {"m": (2 * 3, 3 * 3), "s": (pytest.approx(3 * 3 / 4), 3)}

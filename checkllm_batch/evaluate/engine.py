@@ -21,7 +21,7 @@ from ..spec import template
 from .outcome import RESULT_SCHEMA, Reasons, Stop, outcome, stopped
 from .plan import Plan, Planned
 from .sets import combine_sets
-from .verdict import in_order, verdict
+from .verdict import aggregate, verdict
 
 JudgeHook = Callable[[Planned, pl.DataFrame], pl.DataFrame]
 
@@ -51,7 +51,7 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
                          *parts], how="diagonal_relaxed")
     results = results.join(plan.slots, on=["test_index", "key"], how="inner")
     if plan.sets.height:
-        results = pl.concat([results, combine_sets(plan.sets, results)], how="diagonal_relaxed")
+        results = pl.concat([results, combine_sets(plan, results)], how="diagonal_relaxed")
     return results, combine_tests(plan, cases, results)
 
 
@@ -165,21 +165,14 @@ def _error_rows(p: Planned, rows: pl.DataFrame, reason: str) -> pl.DataFrame:
 
 
 def combine_tests(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
-    """One test result per case: weighted score, pass, threshold, the first reason."""
-    scoring = results.filter(~pl.col("metric_only") & pl.col("parent_index").is_null()
-                             ).sort("case_id", "assertion_index")
-    agg = scoring.group_by("case_id").agg(
-        errors=(pl.col("status") == "error").sum(),
-        all_pass=(pl.col("status") == "pass").all(),
-        score=in_order(pl.col("score") * pl.col("weight")) / in_order(pl.col("weight")),
-        first_error=pl.col("reason").filter(pl.col("status") == "error").first(),
-        first_fail=pl.col("reason").filter(pl.col("status") == "fail").first())
+    """One test result per case from its top-level assertions (`verdict.py`)."""
+    top = results.filter(pl.col("parent_index").is_null()).drop("test_index", strict=False)
+    agg = aggregate(top.join(cases.select("case_id", pl.col("test_index").cast(pl.Int32)),
+                             on="case_id"), ["case_id"], plan.order)
     thresholds = pl.DataFrame(
         {"test_index": [t.index for t in plan.suite.tests],
          "threshold": [t.threshold for t in plan.suite.tests]},
         schema={"test_index": pl.Int32, "threshold": pl.Float64})
     t = (cases.select("case_id", pl.col("test_index").cast(pl.Int32))
          .join(agg, on="case_id", how="left").join(thresholds, on="test_index", how="left"))
-    score = pl.when(pl.col("errors").is_not_null()).then(pl.col("score")).otherwise(1.0)
-    return t.select("case_id", **verdict(score))
-
+    return t.select("case_id", **verdict(pl.col("score")))

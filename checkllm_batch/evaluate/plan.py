@@ -6,6 +6,7 @@ compiled and evaluated once over all their rows: a `{{expected}}` value is a col
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -14,6 +15,8 @@ from ..assertions.registry import AssertionType, Kind, lookup
 from ..spec import template
 from ..spec.model import AssertionSpec, Suite
 
+ORDER_SCHEMA = {"test_index": pl.Int32, "parent_index": pl.Int32, "assertion_index": pl.Int32,
+                "order": pl.Int32}
 SET_SCHEMA = {"test_index": pl.Int32, "assertion_index": pl.Int32, "threshold": pl.Float64,
               "type": pl.String, "metric": pl.String, "weight": pl.Float64,
               "metric_only": pl.Boolean}
@@ -39,13 +42,16 @@ class Plan:
     #                      parent_index (an assert-set member: its set's index; else null)
     template_vars: frozenset[str]
     sets: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SET_SCHEMA))
+    # the order promptfoo adds each result to its test's (or set's) total: parent_index -1
+    # for top-level rows (`adding_order`)
+    order: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=ORDER_SCHEMA))
 
 
 def build_plan(suite: Suite) -> Plan:
     keys: dict[str, int] = {}
     specs: list[AssertionSpec] = []
     users: dict[int, set[int]] = {}
-    rows, sets = [], []
+    rows, sets, order = [], [], []
 
     def add(test_index: int, index: int, spec: AssertionSpec, parent: int | None) -> None:
         key = keys.setdefault(spec.eval_key(), len(keys))
@@ -64,6 +70,7 @@ def build_plan(suite: Suite) -> Plan:
                          spec.metric_only))
             for child_index, child in enumerate(spec.children):
                 add(test.index, child_index, child, index)
+        order += [(test.index, *slot) for slot in adding_order(test.asserts)]
     every = {t.index for t in suite.tests}
     planned = tuple(
         Planned(k, s, lookup(s.type), None if users[k] == every else frozenset(users[k]))
@@ -75,7 +82,34 @@ def build_plan(suite: Suite) -> Plan:
                 "metric_only": pl.Boolean, "parent_index": pl.Int32})
     names = {v for s in specs for v in template.template_vars(_texts(s))}
     return Plan(suite, planned, slots, frozenset(names),
-                pl.DataFrame(sets, orient="row", schema=SET_SCHEMA))
+                pl.DataFrame(sets, orient="row", schema=SET_SCHEMA),
+                pl.DataFrame(order, orient="row", schema=ORDER_SCHEMA))
+
+
+def adding_order(asserts: tuple[AssertionSpec, ...]) -> list[tuple[int, int, int]]:
+    """(parent_index or -1, assertion_index, order) of a test's assertions and set members.
+
+    promptfoo runs a test's assertions, sets' members inline, three at a time, and adds each
+    result to its total as it finishes: a check that waits on a process or a server (python,
+    webhook, a judge) finishes after the quick ones started with or after it; the sets' own
+    results are added last, in order. The last bit of a score, and which failure's reason is
+    the last, follow this order."""
+    flat = [(i, j, c) for i, a in enumerate(asserts)
+            for j, c in (enumerate(a.children) if a.type == "assert-set" else [(-1, a)])]
+    done: list[tuple[int, int]] = []
+    running: deque[tuple[int, int]] = deque()
+    for i, j, spec in flat:
+        if len(running) == 3:
+            done.append(running.popleft())
+        slot = (i, j) if j >= 0 else (-1, i)
+        (running if _waits(spec) else done).append(slot)
+    done += running
+    done += [(-1, i) for i, a in enumerate(asserts) if a.type == "assert-set"]
+    return [(parent, index, n) for n, (parent, index) in enumerate(done)]
+
+
+def _waits(spec: AssertionSpec) -> bool:
+    return spec.type in ("python", "webhook") or lookup(spec.type).kind is Kind.JUDGE
 
 
 def _texts(spec: AssertionSpec) -> list:

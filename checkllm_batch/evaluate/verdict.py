@@ -1,8 +1,24 @@
-"""How a test (or an assert-set) passes: one rule, shared by both (SPEC §3)."""
+"""How a test (or an assert-set) passes: one rule, shared by both (SPEC §3, promptfoo §10.1).
+
+Over the result rows of a test's top-level assertions (or of a set's members), in the order
+promptfoo adds them (`plan.adding_order`):
+- score = Σ w·s / Σ w over the rows that are not metric-only, 0 when Σ w = 0; a test with no
+  assertions at all scores 1 and passes ("No assertions");
+- pass = every such row passed, or, with a threshold (0 included), score >= threshold;
+- any row that errors, metric-only or not, makes the whole an error (promptfoo: the cell);
+- reason: the first error; with a threshold, "Aggregate score 0.33 < 0.5 threshold"; else
+  the last failure's reason (promptfoo keeps overwriting it), or "All assertions passed".
+"""
 
 from __future__ import annotations
 
+import math
+from decimal import ROUND_HALF_UP, Decimal
+
 import polars as pl
+
+from ..assertions._support.distinct import text_of_distinct
+from ..spec.jsvalue import js_number
 
 
 def in_order(x: pl.Expr) -> pl.Expr:
@@ -12,11 +28,32 @@ def in_order(x: pl.Expr) -> pl.Expr:
     return x.fill_null(0.0).implode().list.sum()
 
 
+def aggregate(rows: pl.DataFrame, by: list[str], order: pl.DataFrame) -> pl.DataFrame:
+    """Per group `by` of result rows (with test_index), added in the plan's `order`: errors,
+    all_pass, score, first_error, last_fail."""
+    scoring = ~pl.col("metric_only")
+    weight = pl.when(scoring).then(pl.col("weight")).otherwise(0.0)
+    status, reason = pl.col("status"), pl.col("reason")
+    keys = ["test_index", "parent_index", "assertion_index"]
+    return (rows.with_columns(pl.col("parent_index").fill_null(-1))
+            .join(order, on=keys, how="left").sort(*by, "order")
+            .group_by(by, maintain_order=True).agg(
+                errors=(status == "error").sum(),
+                all_pass=((status == "pass") | ~scoring).all(),
+                score=pl.when(in_order(weight) > 0)
+                .then(in_order(pl.col("score") * weight) / in_order(weight)).otherwise(0.0),
+                first_error=reason.filter(status == "error").first(),
+                last_fail=reason.filter((status == "fail") & scoring).last()))
+
+
 def verdict(score: pl.Expr) -> dict[str, pl.Expr]:
     """status, pass, score and reason of a test (or an assert-set) from its score and the
-    aggregate columns errors, all_pass, threshold, first_error and first_fail."""
+    columns of `aggregate` (all null: no assertions) and `threshold`."""
+    none = pl.col("errors").is_null()
+    score = pl.when(none).then(1.0).otherwise(score)
     by_threshold = (score >= pl.col("threshold")) & ~score.is_nan()  # NaN meets no threshold
-    passed = (pl.when(pl.col("threshold").is_not_null()).then(by_threshold)
+    thresholded = pl.col("threshold").is_not_null() & ~none
+    passed = (pl.when(thresholded).then(by_threshold)
               .otherwise(pl.col("all_pass").fill_null(True)))
     error = pl.col("errors").fill_null(0) > 0
     return {
@@ -25,8 +62,19 @@ def verdict(score: pl.Expr) -> dict[str, pl.Expr]:
         "pass": pl.when(error).then(None).otherwise(passed),
         "score": pl.when(error).then(None).otherwise(score),
         "reason": pl.when(error).then(pl.col("first_error"))
-        .when(pl.col("threshold").is_not_null()).then(pl.format(
-            "Aggregate score {} {} {} threshold", score.round(2),
-            pl.when(by_threshold).then(pl.lit(">=")).otherwise(pl.lit("<")), pl.col("threshold")))
-        .when(~passed).then(pl.col("first_fail")),
+        .when(none).then(pl.lit("No assertions"))
+        .when(thresholded).then(pl.format(
+            "Aggregate score {} {} {} threshold", text_of_distinct(score, to_fixed),
+            pl.when(by_threshold).then(pl.lit("≥")).otherwise(pl.lit("<")),
+            text_of_distinct(pl.col("threshold"), js_number)))
+        .when(~passed).then(pl.col("last_fail"))
+        .otherwise(pl.lit("All assertions passed")),
     }
+
+
+def to_fixed(value: float) -> str:
+    """`value.toFixed(2)` as JavaScript prints it: the exact double, halves away from zero."""
+    if not math.isfinite(value) or abs(value) >= 1e21:
+        return js_number(value)
+    text = str(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+    return "0.00" if value == 0 else text

@@ -41,18 +41,26 @@ def grade(cases: list[dict]) -> list[dict]:
                       "assert": [case["assert"]]})
         for name, text in case.get("files", {}).items():
             (work / name).write_text(text, encoding="utf-8")
-    config = {"prompts": ["x"], "providers": [f"file://{KIT}/providers/verbatim.js"],
-              "tests": tests}
+    results = evaluate(work, {"tests": tests})
+    if isinstance(results, str):  # refused at load: no case was graded
+        return [{"pass": None, "score": None, "reason": results} for _ in cases]
+    return [_verdict(r) for r in results]
+
+
+def evaluate(work: Path, suite: dict) -> list[dict] | str:
+    """promptfoo's results for `suite` (tests, defaultTest) over the verbatim provider, in
+    test order, or the line saying why it refused the suite."""
+    config = {"prompts": ["x"], "providers": [f"file://{KIT}/providers/verbatim.js"], **suite}
     (work / "c.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
     cmd = (f"source {KIT}/env.sh && cd {work} && promptfoo eval -c c.yaml -o out.json "
            "--no-write --no-cache --no-table --no-share -j 1")
     run = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=False)
-    if not (work / "out.json").exists():  # refused at load: no case was graded
+    if not (work / "out.json").exists():
         error = next((line for line in run.stderr.splitlines() if line.startswith(
             ("Error", "AssertValidationError"))), "promptfoo refused the suite")
-        return [{"pass": None, "score": None, "reason": error[:300]} for _ in cases]
+        return error[:300]
     results = json.loads((work / "out.json").read_text())["results"]["results"]
-    return [_verdict(r) for r in sorted(results, key=lambda r: r["testIdx"])]
+    return sorted(results, key=lambda r: r["testIdx"])
 
 
 def _verdict(result: dict) -> dict:

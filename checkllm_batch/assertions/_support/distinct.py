@@ -33,6 +33,17 @@ def over_distinct(expr: pl.Expr, check: Callable[[Any], Outcome],
                             return_dtype=OUTCOME)
 
 
+def text_of_distinct(expr: pl.Expr, fn: Callable[[Any], str]) -> pl.Expr:
+    """`fn(value)` as text on each row (null stays null), called once per distinct value."""
+
+    def printed(uniq: pl.Series) -> pl.DataFrame:
+        return pl.DataFrame({"t": [None if v is None else fn(v) for v in uniq.to_list()]},
+                            schema={"t": pl.String})
+
+    return expr.map_batches(lambda values: per_distinct(values, printed).to_series(),
+                            return_dtype=pl.String)
+
+
 def per_distinct(values: pl.Series, fn: Callable[[pl.Series], pl.DataFrame]) -> pl.DataFrame:
     """`fn` over the distinct values of `values` (a frame with a row per distinct value),
     joined back to every row in order. De-duplicated on a 64-bit hash of the value: joining

@@ -5,8 +5,9 @@ promptfoo 0.123.1 renders assertion values with `nunjucks.renderString(value, va
 global) after normalising the vars: one trailing "\\n" is cut from each string var, then a var
 holding `{{other}}` takes the other var's value (`resolve_vars`). jinja2 is bent to Nunjucks
 where they differ: values print as JavaScript's `String()` does, `+`, `~`, `==` and `<` follow
-JavaScript, `[]` and `{}` are true, `a.b` reads a key (never a Python method), and the filters
-below are Nunjucks' own. docs/templates.md lists what still differs.
+JavaScript (precedence too: `_Parser`), `[]` and `{}` are true, `a.b` reads a key or a
+JavaScript method (never a Python one), and the filters, tests and globals are Nunjucks' own
+(`nunjucks_filters`, `jsmethods`). docs/templates.md lists what still differs.
 """
 
 from __future__ import annotations

@@ -12,9 +12,11 @@ JavaScript method (never a Python one), and the filters, tests and globals are N
 
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -25,6 +27,7 @@ from jinja2.compiler import CodeGenerator
 from jinja2.ext import Extension
 from jinja2.lexer import Token, TokenStream
 from jinja2.parser import Parser
+from jinja2.runtime import LoopContext
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import Cycler, Joiner
 
@@ -38,9 +41,10 @@ from .jsvalue import (
     loose_equal,
     plus,
     relation,
+    strict_equal,
     to_number,
 )
-from .nunjucks_filters import FILTERS, TESTS, Array, Undefined, is_js, js, js_get
+from .nunjucks_filters import FILTERS, TESTS, Array, Undefined, is_js, js, js_get, js_object
 
 __all__ = ["TemplateError", "js_number", "js_print", "referenced_vars", "render",
            "resolve_vars", "syntax_error"]
@@ -64,7 +68,7 @@ _COMPARE = {"eq": loose_equal, "ne": lambda a, b: not loose_equal(a, b),
 def _contains(item: Any, container: Any) -> bool:
     """Nunjucks' `in`: a substring, an array element or an object key."""
     if isinstance(container, (list, tuple)):
-        return item in container
+        return any(strict_equal(v, item) for v in container)  # indexOf: ===
     if isinstance(container, (str, Mapping)):
         return js_string(item) in container
     raise TypeError(f'cannot use "in" to search for {js_string(item)} in {js_string(container)}')
@@ -87,6 +91,16 @@ class _Generator(CodeGenerator):
             self.write(", ")
             self.visit(op.expr, frame)
             self.write(")")
+
+    def visit_List(self, node: Any, frame: Any) -> None:  # `[]` literal: a JavaScript array
+        self.write("environment.array(")
+        super().visit_List(node, frame)
+        self.write(")")
+
+    def visit_Dict(self, node: Any, frame: Any) -> None:  # `{}` literal: a JavaScript object
+        self.write("environment.object(")
+        super().visit_Dict(node, frame)
+        self.write(")")
 
     def visit_Concat(self, node: Any, frame: Any) -> None:
         self.write("environment.concat((")
@@ -169,15 +183,38 @@ def _loop_items(value: Any, pairs: bool) -> Any:
 
 
 def _range(start: Any, stop: Any = None, step: Any = 1) -> Array:
-    """Nunjucks' `range(start, stop, step)`: an array."""
+    """Nunjucks' `range(start, stop, step)`: an array, compared and counted as JavaScript
+    does (`range('3')` is 0, 1, 2)."""
     start, stop = (0, start) if stop is None else (start, stop)
-    if not step:
+    if not (relation(operator.gt, step, 0) or relation(operator.lt, step, 0)):
         raise ValueError("range() step must not be zero")
-    items, i = Array(), start
-    while (i < stop) if step > 0 else (i > stop):
+    items, i, up = Array(), start, relation(operator.gt, step, 0)
+    while relation(operator.lt, i, stop) if up else relation(operator.gt, i, stop):
         items.append(i)
-        i += step
+        i = plus(i, step)
     return items
+
+
+_LOOP = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length"})
+_MACROS = frozenset({"sort", "int"})  # Nunjucks filters that take keyword arguments by name
+
+
+def _js_call(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter called as Nunjucks calls one: keyword arguments arrive as one last object
+    (`truncate(length=5)` is `truncate(s, {length: 5})`), except for its macros; and, as in
+    JavaScript, arguments beyond the function's own are ignored."""
+    if name in _MACROS:
+        return f
+    params = inspect.signature(f).parameters.values()
+    most = None if any(p.kind == p.VAR_POSITIONAL for p in params) else len(params)
+
+    @functools.wraps(f)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = (*args, js_object({**kwargs, "__keywords": True}))
+        return f(*args[:most])
+
+    return call
 
 
 class _Nunjucks(SandboxedEnvironment):
@@ -205,6 +242,9 @@ class _Nunjucks(SandboxedEnvironment):
             return _contains(left, right) == (op == "in")
         return _COMPARE[op](left, right)
 
+    array = staticmethod(Array)
+    object = staticmethod(js_object)
+
     @staticmethod
     def concat(parts: Iterable[Any]) -> str:
         return "".join(map(js_string, parts))
@@ -213,13 +253,16 @@ class _Nunjucks(SandboxedEnvironment):
         return self.getitem(obj, attribute)
 
     def getitem(self, obj: Any, key: Any) -> Any:
+        if isinstance(obj, LoopContext) and key not in _LOOP:
+            return self.undefined(name=key)  # jinja2's loop.depth, .cycle(), ...: not Nunjucks'
         return js_get(obj, key) if is_js(obj) else super().getitem(obj, key)  # or `loop.index`
 
 
 _ENV = _Nunjucks(autoescape=False, undefined=Undefined, finalize=js_print, optimized=False,
                  keep_trailing_newline=True, extensions=[_ElseIf])
 # Nunjucks' filters, tests and globals only: jinja2's own (`min`, `map`, `dict`, ...) are unknown
-_ENV.filters = {**FILTERS, "_loop_items": _loop_items}
+_ENV.filters = {name: _js_call(name, f) for name, f in FILTERS.items()}
+_ENV.filters["_loop_items"] = _loop_items
 _ENV.tests = dict(TESTS)
 _ENV.globals = {"range": _range, "cycler": Cycler, "joiner": Joiner,
                 "env": {}, "null": None}  # promptfoo's `env`; never the process environment

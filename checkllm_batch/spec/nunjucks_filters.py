@@ -147,6 +147,13 @@ def _attr_getter(attr: Any) -> Callable[[Any], Any]:
     return get
 
 
+def _present(item: Any) -> Any:
+    """`item[attr]` throws on null and undefined."""
+    if is_nullish(item):
+        raise TypeError(f"Cannot read properties of {js_string(item)}")
+    return item
+
+
 def _sorted(items: list[Any], compare: Callable[[Any, Any], int]) -> Array:
     return Array(sorted(items, key=cmp_to_key(compare)))  # stable, as V8's sort
 
@@ -235,7 +242,8 @@ def _replace(text: Any, old: Any = None, new: Any = None, max_count: Any = -1) -
     new = js_string(new)
     if old == "":
         return _safeness(source, new + new.join(text) + new)
-    count = int(to_number(max_count)) if old else -1
+    count = to_number(max_count)
+    count = int(count) if math.isfinite(count) else 0  # `n < NaN` is false: nothing replaced
     return _safeness(source, text.replace(old, new, count) if count >= -1 else text)
 
 
@@ -351,7 +359,7 @@ def _round(value: Any, precision: Any = 0, method: str = "common") -> int | floa
 
 def _sum(items: Any, attr: Any = None, start: Any = 0) -> Any:
     if truthy(attr):
-        items = list(map(_attr_getter(attr), _items(items)))
+        items = [js_get(_present(v), attr) for v in _items(items)]
     elif not isinstance(items, (list, tuple)):
         raise TypeError(f"{js_string(items)}.reduce is not a function")
     total: Any = 0
@@ -372,7 +380,7 @@ def _length(value: Any) -> Any:
 
 def _join(items: Any, sep: Any = "", attr: Any = None) -> str:
     if truthy(attr):
-        items = list(map(_attr_getter(attr), _items(items)))
+        items = [js_get(_present(v), attr) for v in _items(items)]
     if not isinstance(items, (list, tuple)):
         raise TypeError(f"{js_string(items)}.join is not a function")
     return (js_string(sep) if truthy(sep) else "").join(js_print(v) for v in items)
@@ -461,18 +469,20 @@ def _batch(items: Any, size: Any = None, fill: Any = None) -> Array:
 
 
 def _slice(items: Any, slices: Any = None, fill: Any = None) -> Array:
-    if not isinstance(items, (list, tuple)):
+    if not isinstance(items, (str, list, tuple)):
         raise TypeError(f"{js_string(items)}.slice is not a function")
-    values, n = list(items), int(to_number(slices))
+    values, n = items, int(to_number(slices))
     size, extra = divmod(len(values), n) if n > 0 else (0, 0)
     out, offset = Array(), 0
     for i in range(n):
         start = offset + i * size
         offset += i < extra
-        chunk = Array(values[start:offset + (i + 1) * size])
+        chunk = values[start:offset + (i + 1) * size]
         if truthy(fill) and i >= extra:
-            chunk.append(fill)
-        out.append(chunk)
+            if isinstance(chunk, str):
+                raise TypeError("currSlice.push is not a function")  # a string's slice
+            chunk = [*chunk, fill]
+        out.append(chunk if isinstance(chunk, str) else Array(chunk))
     return out
 
 

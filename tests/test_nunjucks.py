@@ -153,8 +153,7 @@ CASES = [
     ('arith', '{{ a * 2 }} {{ a / 4 }} {{ a // 4 }} {{ a % 4 }} {{ 2 ** 3 }}', {'a': 10}, '20 2.5 2 2 8'),
     ('divide-by-zero', '{{ a / 0 }}', {'a': 1}, 'Infinity'),
     ('minus-text', '{{ a - 1 }}', {'a': 'abc'}, 'NaN'),
-    _differs('plus-tilde-precedence', '{{ 1 + 2 ~ 3 }}', {}, '33',
-             reason='jinja2 binds ~ tighter than +; Nunjucks binds + tighter'),
+    ('plus-tilde-precedence', '{{ 1 + 2 ~ 3 }}', {}, '33'),
     # --- templates and trailing newlines (one \n cut from string vars only)
     ('empty-template', '', {}, ''),  # promptfoo passes: equals "" on the empty output
     ('template-trailing-newline', '{{ a }}\n', {'a': 'x'}, 'x\n'),
@@ -199,8 +198,7 @@ CASES = [
     ('elseif', '{% if a %}x{% elseif b %}y{% endif %}', {'b': 1}, 'y'),
     _differs('strict-equal', '{% if a === 1 %}one{% endif %}', {'a': 1}, 'one',
              reason='jinja2 has no === / !== operators'),
-    _differs('js-method', '{{ a.toUpperCase() }}', {'a': 'x'}, 'X',
-             reason='JavaScript methods of strings and arrays are not available'),
+    ('js-method', '{{ a.toUpperCase() }}', {'a': 'x'}, 'X'),
 ]
 
 
@@ -268,6 +266,73 @@ def test_table_is_the_kit_record():
         elif "renderedAssertionValue" in result:
             assert result["renderedAssertionValue"] == expected, case_id
 
+
+# The second table is the kit's record itself (tests/data/promptfoo_nunjucks_2.yaml, written by
+# tests/promptfoo_kit/record_nunjucks.py): each row's expected text is promptfoo's
+# renderedAssertionValue, else the text its `equals` reason names ("" when it passed), or ERROR.
+# DIFFERS_2 lists the rows we render differently (docs/templates.md, "Differences ...").
+KIT_2 = Path(__file__).parent / "data" / "promptfoo_nunjucks_2.yaml"
+_UTF16 = "strings index by code point here, by UTF-16 unit in JavaScript"
+_SAFE = "a safe string (safe, escape) is a string here, an object in Nunjucks"
+_JINJA2 = "jinja2-only syntax is accepted"
+_LITERAL = "number literals are lexed as jinja2 lexes them"
+_RAW = "{% raw %} is jinja2's: no {% verbatim %}, an unclosed one is an error"
+DIFFERS_2 = {
+    **dict.fromkeys(["last-emoji", "truncate-emoji", "reverse-emoji", "rand-filter-126",
+                     "rand-filter-178"], _UTF16),
+    **dict.fromkeys(["rand-filter-50", "rand-filter-78", "rand-filter-83", "rand-filter-102",
+                     "rand-filter-106"], _SAFE),
+    **dict.fromkeys(["ternary-nested", "for-if-filter", "set-multiple", "dot-index",
+                     "dot-index-obj"], _JINJA2),
+    "kw-truncate": "a keyword argument arrives as an object, which truncate reads differently",
+    **dict.fromkeys(["number-literals", "lit-007", "lit-5.", "lit-1e3", "lit-1_000", "lit-0x10",
+                     "lit-1.5e-3"], _LITERAL),
+    **dict.fromkeys(["raw-with-ws", "err-unclosed-raw", "verbatim"], _RAW),
+    "arith-unary": "`- -a` compiles to JavaScript `--a` in Nunjucks, a syntax error",
+    "str-unicode-escape": "string literals unescape as Python's: '\\u00e9' is é, not u00e9",
+    "tuple-literal": "(1, 2) is a tuple here, JavaScript's comma operator in Nunjucks",
+    "for-set-inside": "{% set %} in a loop does not change the variable outside it (jinja2)",
+    "ws-crlf": "\\r\\n in a template's text prints as \\n",
+    "macro-print-safe": "a macro's output is not a safe string here",
+    "js-match": "regular-expression methods are not available",
+    "js-search": "regular-expression methods are not available",
+    "js-proto": "__proto__ is not a key here",
+}
+
+
+def _expected(result):
+    if "renderedAssertionValue" in result:
+        return result["renderedAssertionValue"]
+    if "error" in result:
+        return ERROR
+    if result["pass"]:
+        return ""
+    prefix = 'Expected output "" to equal "'
+    assert result["reason"].startswith(prefix), result
+    return result["reason"][len(prefix):-1]
+
+
+def _kit_2_rows():
+    kit = yaml.safe_load(KIT_2.read_text(encoding="utf-8"))  # libyaml refuses "\uDF89"
+    for test, result in zip(kit["suite"]["tests"], kit["results"], strict=True):
+        assert test["description"] == result["id"]
+        vars = {k: v for k, v in test["vars"].items() if k != "out_b64"}
+        marks = ([pytest.mark.xfail(strict=True, reason=DIFFERS_2[result["id"]])]
+                 if result["id"] in DIFFERS_2 else [])
+        yield pytest.param(test["assert"][0]["value"], vars, _expected(result), marks=marks,
+                           id=result["id"])
+
+
+KIT_2_ROWS = list(_kit_2_rows())
+
+
+@pytest.mark.parametrize(("template", "vars", "expected"), KIT_2_ROWS)
+def test_template_kit_2(template, vars, expected):
+    test_template(None, template, vars, expected)
+
+
+def test_differs_2_names_rows():
+    assert set(DIFFERS_2) <= {row.id for row in KIT_2_ROWS}
 
 REFERENCED = [
     # (template, top-level names it reads: what the engine must supply per row)

@@ -5,17 +5,18 @@ promptfoo 0.123.1 renders assertion values with `nunjucks.renderString(value, va
 global) after normalising the vars: one trailing "\\n" is cut from each string var, then a var
 holding `{{other}}` takes the other var's value (`resolve_vars`). jinja2 is bent to Nunjucks
 where they differ: values print as JavaScript's `String()` does, `+`, `~`, `==` and `<` follow
-JavaScript, `[]` and `{}` are true, `a.b` reads a key (never a Python method), and the filters
-below are Nunjucks' own. docs/templates.md lists what still differs.
+JavaScript (precedence too: `_Parser`), `[]` and `{}` are true, `a.b` reads a key or a
+JavaScript method (never a Python one), and the filters, tests and globals are Nunjucks' own
+(`nunjucks_filters`, `jsmethods`). docs/templates.md lists what still differs.
 """
 
 from __future__ import annotations
 
-import json
-import math
+import functools
+import inspect
 import operator
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -25,26 +26,25 @@ from jinja2 import nodes
 from jinja2.compiler import CodeGenerator
 from jinja2.ext import Extension
 from jinja2.lexer import Token, TokenStream
+from jinja2.parser import Parser
+from jinja2.runtime import LoopContext
 from jinja2.sandbox import SandboxedEnvironment
+from jinja2.utils import Cycler, Joiner
 
 from .jsvalue import (
     JS_SPACE,
     arithmetic,
     as_js_number,
-    is_nullish,
-    is_number,
-    js_length,
     js_number,
     js_print,
     js_string,
-    json_stringify,
     loose_equal,
     plus,
     relation,
     strict_equal,
     to_number,
-    truthy,
 )
+from .nunjucks_filters import FILTERS, TESTS, Array, Undefined, is_js, js, js_get, js_object
 
 __all__ = ["TemplateError", "js_number", "js_print", "referenced_vars", "render",
            "resolve_vars", "syntax_error"]
@@ -52,191 +52,6 @@ __all__ = ["TemplateError", "js_number", "js_print", "referenced_vars", "render"
 
 class TemplateError(ValueError):
     """A template that does not parse, or fails while rendering."""
-
-
-class _Silent(jinja2.ChainableUndefined):
-    """Undefined names and attributes print as nothing, as in Nunjucks."""
-
-    def __str__(self) -> str:
-        return ""
-
-
-class _Array(list):
-    """A JavaScript array: true even when empty."""
-
-    def __bool__(self) -> bool:
-        return True
-
-
-class _Object(dict):
-    """A JavaScript object: true even when empty; `for k, v in obj` walks its entries."""
-
-    def __bool__(self) -> bool:
-        return True
-
-    def __iter__(self):
-        return iter(self.items())
-
-
-class _Safe(str):
-    """Nunjucks' SafeString: `escape` leaves it alone."""
-
-
-def _js(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return _Object({k: _js(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return _Array(_js(v) for v in value)
-    return value
-
-
-# --- filters: Nunjucks' own (nunjucks/src/filters.js), where jinja2's differ --------------
-
-def _text(value: Any) -> str:
-    """Nunjucks' normalize(value, ""): null, undefined and false are ""; a string stays."""
-    if is_nullish(value) or value is False:
-        return ""
-    if not isinstance(value, str):
-        raise TypeError(f"{js_string(value)} is not a string")
-    return value
-
-
-def _capitalize(value: Any) -> str:
-    text = _text(value).lower()
-    return text[:1].upper() + text[1:]
-
-
-def _string(value: Any) -> str:
-    if is_nullish(value):
-        raise TypeError(f"cannot convert {js_string(value)} to a string")
-    return js_string(value)
-
-
-def _trim(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"cannot trim {js_string(value)}")
-    return value.strip(JS_SPACE)
-
-
-def _length(value: Any) -> Any:
-    if is_nullish(value) or value is False:
-        return 0
-    if isinstance(value, str):
-        return js_length(value)
-    return len(value) if isinstance(value, (list, tuple, Mapping)) else _Silent()
-
-
-def _join(items: Any, sep: Any = "", attr: Any = None) -> str:
-    if is_nullish(items) or isinstance(items, (str, Mapping)) or not hasattr(items, "__iter__"):
-        raise TypeError(f"cannot join {js_string(items)}")
-    if attr:
-        items = [_ENV.getitem(v, attr) for v in items]
-    return (js_string(sep) if truthy(sep) else "").join(js_print(v) for v in items)
-
-
-def _index(items: Any, at: int) -> Any:
-    if is_nullish(items):
-        raise TypeError(f"cannot read an item of {js_string(items)}")
-    if isinstance(items, (str, list, tuple)) and len(items):
-        return items[at]
-    return _Silent()
-
-
-def _replace(text: Any, old: Any, new: Any, max_count: Any = -1) -> Any:
-    text = js_number(text) if is_number(text) else text
-    old = js_number(old) if is_number(old) else old
-    if not isinstance(old, str) or not isinstance(text, str):
-        return text
-    count = int(to_number(max_count)) if old else -1
-    return text.replace(old, js_string(new), count) if count >= -1 else text
-
-
-def _truncate(value: Any, length: Any = 255, killwords: Any = False, end: Any = None) -> str:
-    text, length = _text(value), int(to_number(length or 255))
-    if len(text) <= length:
-        return text
-    cut = text.rfind(" ", 0, length + 1)
-    text = text[:length if truthy(killwords) or cut == -1 else cut]
-    return text + ("..." if is_nullish(end) else js_string(end))
-
-
-def _parse_int(value: Any, default: Any = None, base: int = 10) -> Any:
-    """parseInt(String(value), base): the longest run of digits after a sign, else default."""
-    text = js_string(value).lstrip(JS_SPACE)
-    sign = -1 if text[:1] == "-" else 1
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"[:base]
-    run = re.match(f"[{digits}]+", text[1:] if text[:1] in "+-" else text, re.IGNORECASE)
-    if not run:
-        return _Silent() if default is None else default
-    return sign * int(run.group(), base)
-
-
-def _parse_float(value: Any, default: Any = None) -> Any:
-    """parseFloat(String(value)): the longest number at the start, else default."""
-    run = re.match(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)",
-                   js_string(value).lstrip(JS_SPACE))
-    if not run:
-        return _Silent() if default is None else default
-    return float(run.group().replace("Infinity", "inf"))
-
-
-def _round(value: Any, precision: Any = 0, method: str = "common") -> int | float:
-    factor = math.pow(10, to_number(precision) if precision else 0)
-    x = to_number(value) * factor
-    if not math.isfinite(x):
-        return as_js_number(x / factor)
-    if method == "ceil":
-        rounded = math.ceil(x)
-    elif method == "floor":
-        rounded = math.floor(x)
-    else:  # Math.round: half-way goes up, toward +Infinity
-        rounded = math.floor(x) + (1 if x - math.floor(x) >= 0.5 else 0)
-    return as_js_number(rounded / factor)
-
-
-_ESCAPES = {"&": "&amp;", '"': "&quot;", "'": "&#39;", "<": "&lt;", ">": "&gt;", "\\": "&#92;"}
-
-
-def _escape(value: Any) -> str:
-    if isinstance(value, _Safe):
-        return value
-    return _Safe(re.sub(r"[&\"'<>\\]", lambda m: _ESCAPES[m.group()], js_print(value)))
-
-
-def _default(value: Any, default: Any = None, boolean: bool = False) -> Any:
-    default = _Silent() if default is None else default
-    if boolean:
-        return value if truthy(value) else default
-    return default if isinstance(value, jinja2.Undefined) else value
-
-
-def _dump(value: Any, indent: Any = None) -> Any:
-    text = json_stringify(value, indent)
-    return _Silent() if text is None else text
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _load(text: Any) -> Any:
-    return _js(json.loads(js_string(text), parse_constant=_no_constant))
-
-
-_FILTERS = {
-    "upper": lambda v: _text(v).upper(), "lower": lambda v: _text(v).lower(),
-    "capitalize": _capitalize, "title": lambda v: " ".join(map(_capitalize, _text(v).split(" "))),
-    "string": _string, "trim": _trim, "truncate": _truncate, "length": _length, "join": _join,
-    "replace": _replace,
-    "first": lambda v: _index(v, 0), "last": lambda v: _index(v, -1),
-    "int": _parse_int, "float": _parse_float, "round": _round,
-    "abs": lambda v: as_js_number(abs(to_number(v))),
-    "safe": lambda v: v if isinstance(v, _Safe) else _Safe(js_print(v)),
-    "escape": _escape, "e": _escape, "default": _default, "d": _default,
-    "dump": _dump, "load": _load,
-    "_array_only": lambda v: _Array() if isinstance(v, Mapping) else v,
-    "nl2br": lambda v: "" if is_nullish(v) else re.sub(r"\r\n|\n", "<br />\n", js_string(v)),
-}
 
 
 # --- operators and lookups: JavaScript's, as Nunjucks compiles them -----------------------
@@ -248,20 +63,12 @@ def _relation(op: Any) -> Any:
 _COMPARE = {"eq": loose_equal, "ne": lambda a, b: not loose_equal(a, b),
             "lt": _relation(operator.lt), "lteq": _relation(operator.le),
             "gt": _relation(operator.gt), "gteq": _relation(operator.ge)}
-_TESTS = {
-    "null": lambda v: v is None, "number": is_number, "truthy": truthy,
-    "falsy": lambda v: not truthy(v),
-    "eq": strict_equal, "equalto": strict_equal, "sameas": strict_equal,
-    "ne": lambda a, b: not strict_equal(a, b),
-    "lt": _COMPARE["lt"], "lessthan": _COMPARE["lt"], "le": _COMPARE["lteq"],
-    "gt": _COMPARE["gt"], "greaterthan": _COMPARE["gt"], "ge": _COMPARE["gteq"],
-}
 
 
 def _contains(item: Any, container: Any) -> bool:
     """Nunjucks' `in`: a substring, an array element or an object key."""
     if isinstance(container, (list, tuple)):
-        return item in container
+        return any(strict_equal(v, item) for v in container)  # indexOf: ===
     if isinstance(container, (str, Mapping)):
         return js_string(item) in container
     raise TypeError(f'cannot use "in" to search for {js_string(item)} in {js_string(container)}')
@@ -285,6 +92,16 @@ class _Generator(CodeGenerator):
             self.visit(op.expr, frame)
             self.write(")")
 
+    def visit_List(self, node: Any, frame: Any) -> None:  # `[]` literal: a JavaScript array
+        self.write("environment.array(")
+        super().visit_List(node, frame)
+        self.write(")")
+
+    def visit_Dict(self, node: Any, frame: Any) -> None:  # `{}` literal: a JavaScript object
+        self.write("environment.object(")
+        super().visit_Dict(node, frame)
+        self.write(")")
+
     def visit_Concat(self, node: Any, frame: Any) -> None:
         self.write("environment.concat((")
         for arg in node.nodes:
@@ -305,17 +122,112 @@ class _ElseIf(Extension):
             yield token
 
 
+_BINARY = (nodes.Add, nodes.Sub, nodes.Mul, nodes.Div, nodes.Mod)
+
+
+def _not_first(node: nodes.Expr) -> nodes.Expr:
+    """`not x` as Nunjucks runs it: it emits `!` before the JavaScript of `x` without
+    brackets, so `not a == b` is `(!a) == b`: the `!` takes the first operand."""
+    if getattr(node, "bracketed", False):
+        return nodes.Not(node, lineno=node.lineno)
+    if isinstance(node, nodes.Compare):
+        return nodes.Compare(_not_first(node.expr), node.ops, lineno=node.lineno)
+    if isinstance(node, _BINARY):
+        return type(node)(_not_first(node.left), node.right, lineno=node.lineno)
+    if isinstance(node, nodes.Concat):
+        return nodes.Concat([_not_first(node.nodes[0]), *node.nodes[1:]], lineno=node.lineno)
+    return nodes.Not(node, lineno=node.lineno)
+
+
+class _Parser(Parser):
+    """Nunjucks' grammar where jinja2's differs. Nunjucks compiles an expression to
+    JavaScript text without brackets, so JavaScript's precedence decides: `+`, `-` and `~`
+    (`+ "" +`) are one left-to-right chain (`1 + 2 ~ 3` is "33", `'a' ~ 1 + 2` is "a12"),
+    and `not` takes only the first operand (`_not_first`). Only lowercase `true`, `false`
+    and `none` are literals (`True`, `False` and `None` are names, undefined unless a var)."""
+
+    def parse_not(self) -> nodes.Expr:
+        if self.stream.current.test("name:not"):
+            next(self.stream)
+            return _not_first(self.parse_not())
+        return self.parse_compare()
+
+    def parse_math1(self) -> nodes.Expr:
+        lineno = self.stream.current.lineno
+        left = self.parse_math2()
+        while self.stream.current.type in ("add", "sub", "tilde"):
+            kind, right = next(self.stream).type, self.parse_math2()
+            if kind == "tilde":
+                left = nodes.Concat([left, right], lineno=lineno)
+            else:
+                left = (nodes.Add if kind == "add" else nodes.Sub)(left, right, lineno=lineno)
+            lineno = self.stream.current.lineno
+        return left
+
+    def parse_primary(self, with_namespace: bool = False) -> nodes.Expr:
+        token = self.stream.current
+        if token.type == "name" and token.value in ("True", "False", "None"):
+            next(self.stream)
+            return nodes.Name(token.value, "load", lineno=token.lineno)
+        node = super().parse_primary(with_namespace)
+        node.bracketed = token.type == "lparen"  # type: ignore[attr-defined]  # `not (a == b)`
+        return node
+
+
+def _loop_items(value: Any, pairs: bool) -> Any:
+    """What `{% for %}` walks in Nunjucks: an array or a string; an object only as `k, v`;
+    anything else (null, undefined, a number) not at all."""
+    if isinstance(value, Mapping):
+        return value if pairs else Array()
+    return value if isinstance(value, (str, list, tuple)) else Array()
+
+
+def _range(start: Any, stop: Any = None, step: Any = 1) -> Array:
+    """Nunjucks' `range(start, stop, step)`: an array, compared and counted as JavaScript
+    does (`range('3')` is 0, 1, 2)."""
+    start, stop = (0, start) if stop is None else (start, stop)
+    if not (relation(operator.gt, step, 0) or relation(operator.lt, step, 0)):
+        raise ValueError("range() step must not be zero")
+    items, i, up = Array(), start, relation(operator.gt, step, 0)
+    while relation(operator.lt, i, stop) if up else relation(operator.gt, i, stop):
+        items.append(i)
+        i = plus(i, step)
+    return items
+
+
+_LOOP = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length"})
+_MACROS = frozenset({"sort", "int"})  # Nunjucks filters that take keyword arguments by name
+
+
+def _js_call(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter called as Nunjucks calls one: keyword arguments arrive as one last object
+    (`truncate(length=5)` is `truncate(s, {length: 5})`), except for its macros; and, as in
+    JavaScript, arguments beyond the function's own are ignored."""
+    if name in _MACROS:
+        return f
+    params = inspect.signature(f).parameters.values()
+    most = None if any(p.kind == p.VAR_POSITIONAL for p in params) else len(params)
+
+    @functools.wraps(f)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = (*args, js_object({**kwargs, "__keywords": True}))
+        return f(*args[:most])
+
+    return call
+
+
 class _Nunjucks(SandboxedEnvironment):
     code_generator_class = _Generator
     intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
     intercepted_unops = frozenset({"+", "-"})
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
-        tree = super()._parse(source, name, filename)
-        for loop in tree.find_all(nodes.For):  # Nunjucks walks an object only as `k, v`
-            if not isinstance(loop.target, nodes.Tuple):
-                loop.iter = nodes.Filter(loop.iter, "_array_only", [], [], None, None,
-                                         lineno=loop.lineno)
+        tree = _Parser(self, source, name, filename).parse()
+        for loop in tree.find_all(nodes.For):
+            pairs = nodes.Const(isinstance(loop.target, nodes.Tuple))
+            loop.iter = nodes.Filter(loop.iter, "_loop_items", [pairs], [], None, None,
+                                     lineno=loop.lineno)
         return tree
 
     def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
@@ -330,6 +242,9 @@ class _Nunjucks(SandboxedEnvironment):
             return _contains(left, right) == (op == "in")
         return _COMPARE[op](left, right)
 
+    array = staticmethod(Array)
+    object = staticmethod(js_object)
+
     @staticmethod
     def concat(parts: Iterable[Any]) -> str:
         return "".join(map(js_string, parts))
@@ -338,27 +253,19 @@ class _Nunjucks(SandboxedEnvironment):
         return self.getitem(obj, attribute)
 
     def getitem(self, obj: Any, key: Any) -> Any:
-        """`obj.key` / `obj[key]` as JavaScript reads them: keys, indexes and `length`."""
-        if isinstance(obj, Mapping):
-            return obj[key] if key in obj else obj.get(js_string(key), self.undefined(name=key))
-        if isinstance(obj, (str, list, tuple)):
-            if key == "length":
-                return js_length(obj) if isinstance(obj, str) else len(obj)
-            if isinstance(key, str) and re.fullmatch("0|[1-9][0-9]*", key):
-                key = int(key)
-            if isinstance(key, slice) or (is_number(key) and 0 <= key < len(obj) and key == int(key)):
-                return obj[key if isinstance(key, slice) else int(key)]
-            return self.undefined(name=key)
-        if is_nullish(obj) or isinstance(obj, (bool, int, float)):
-            return self.undefined(name=key)
-        return super().getitem(obj, key)
+        if isinstance(obj, LoopContext) and key not in _LOOP:
+            return self.undefined(name=key)  # jinja2's loop.depth, .cycle(), ...: not Nunjucks'
+        return js_get(obj, key) if is_js(obj) else super().getitem(obj, key)  # or `loop.index`
 
 
-_ENV = _Nunjucks(autoescape=False, undefined=_Silent, finalize=js_print, optimized=False,
+_ENV = _Nunjucks(autoescape=False, undefined=Undefined, finalize=js_print, optimized=False,
                  keep_trailing_newline=True, extensions=[_ElseIf])
-_ENV.filters.update(_FILTERS)
-_ENV.tests.update(_TESTS)
-_ENV.globals.update(env={}, null=None)  # promptfoo's `env`; never the process environment
+# Nunjucks' filters, tests and globals only: jinja2's own (`min`, `map`, `dict`, ...) are unknown
+_ENV.filters = {name: _js_call(name, f) for name, f in FILTERS.items()}
+_ENV.filters["_loop_items"] = _loop_items
+_ENV.tests = dict(TESTS)
+_ENV.globals = {"range": _range, "cycler": Cycler, "joiner": Joiner,
+                "env": {}, "null": None}  # promptfoo's `env`; never the process environment
 
 
 def _syntax_error(text: str, e: jinja2.TemplateSyntaxError) -> TemplateError:
@@ -395,7 +302,7 @@ def render(text: str, vars: Mapping[str, Any]) -> str:
     """Render `text` over `vars` (already normalised by `resolve_vars`)."""
     template = _compile(text)
     try:
-        return template.render({k: _js(v) for k, v in vars.items()})
+        return template.render({k: js(v) for k, v in vars.items()})
     except Exception as e:  # a filter or expression failing on this row's values
         raise TemplateError(f"cannot render {text!r}: {e}") from None
 

@@ -14,11 +14,13 @@ from . import (  # noqa: F401  (registration)
     tools,
 )
 from ._support import pool
+from ._support.distinct import text_of_distinct
 from ._support.replies import Outcome, Unparsable, failure
 from ._support.values import RowValues
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup
 
 # what the rest of the pipeline uses: the registry, the per-row values the engine renders,
-# the judge-reply rules the judge applies, and the process pool a run starts
+# the judge-reply rules the judge applies, the process pool a run starts, and the one way to
+# print a column's distinct values with a Python function (the verdicts' reasons)
 __all__ = ["REGISTRY", "Ctx", "Kind", "Outcome", "RowValues", "Unparsable", "Verdict",
-           "assertion", "failure", "lookup", "pool"]
+           "assertion", "failure", "lookup", "pool", "text_of_distinct"]

@@ -29,7 +29,8 @@ from ._support.webhook import post_cases, settings
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
 
-@assertion("python", kind=Kind.DISTINCT, needs_text=False, prepare=load_script, code_ref=True)
+@assertion("python", kind=Kind.DISTINCT, needs_text=False, prepare=load_script, code_ref=True,
+           waits=True)
 def python(ctx: Ctx) -> Verdict:
     """A Python expression or function decides: bool, score, or a GradingResult dict."""
     script: Script = ctx.fixed
@@ -63,7 +64,8 @@ def expression(ctx: Ctx) -> Verdict:
                    .when(~is_bool).then(pl.format("value {}", r)))
 
 
-@assertion("webhook", kind=Kind.DISTINCT, needs_text=False, prepare=settings, templated=False)
+@assertion("webhook", kind=Kind.DISTINCT, needs_text=False, prepare=settings, templated=False,
+           waits=True)
 def webhook(ctx: Ctx) -> Verdict:
     """A web service decides: POST {output, context}, read {pass, score, reason}."""
     cfg: dict[str, Any] = ctx.fixed

@@ -178,6 +178,9 @@ class AssertionType:
     # specs of a vector type that read the judge's cost for the case instead (JUDGE_COST)
     judged: Callable[[AssertionSpec], bool] | None = None
     pooled: bool = False  # checks distinct values on the process pool (pool.py)
+    # its result waits on another process or a server (promptfoo adds it after the quick
+    # checks started with it: evaluate/plan.py adding_order)
+    waits: bool = False
     uses_judge: bool = False  # ACROSS: `fn` asks the judge (it is given a Graded)
     test_options: tuple[str, ...] = ()  # JUDGE: the test `options` keys it reads (Graded.options)
     # promptfoo's CSV reading rule (assertionFromString) for a cell naming this type:

@@ -95,7 +95,7 @@ def adding_order(asserts: tuple[AssertionSpec, ...]) -> list[tuple[int, int, int
     results are added last, in order. The last bit of a score, and which failure's reason is
     the last, follow this order."""
     flat = [(i, j, c) for i, a in enumerate(asserts)
-            for j, c in (enumerate(a.children) if a.type == "assert-set" else [(-1, a)])]
+            for j, c in (enumerate(a.children) if _is_set(a) else [(-1, a)])]
     done: list[tuple[int, int]] = []
     running: deque[tuple[int, int]] = deque()
     for i, j, spec in flat:
@@ -104,12 +104,17 @@ def adding_order(asserts: tuple[AssertionSpec, ...]) -> list[tuple[int, int, int
         slot = (i, j) if j >= 0 else (-1, i)
         (running if _waits(spec) else done).append(slot)
     done += running
-    done += [(-1, i) for i, a in enumerate(asserts) if a.type == "assert-set"]
+    done += [(-1, i) for i, a in enumerate(asserts) if _is_set(a)]
     return [(parent, index, n) for n, (parent, index) in enumerate(done)]
 
 
 def _waits(spec: AssertionSpec) -> bool:
-    return spec.type in ("python", "webhook") or lookup(spec.type).kind is Kind.JUDGE
+    atype = lookup(spec.type)
+    return atype.waits or atype.kind is Kind.JUDGE
+
+
+def _is_set(spec: AssertionSpec) -> bool:
+    return lookup(spec.type).kind is Kind.SET
 
 
 def _texts(spec: AssertionSpec) -> list:

@@ -17,7 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import polars as pl
 
-from ..assertions._support.distinct import text_of_distinct
+from ..assertions import text_of_distinct
 from ..spec.jsvalue import js_number
 
 

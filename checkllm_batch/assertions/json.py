@@ -42,7 +42,7 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
                          "dialect promptfoo's validator knows")
     try:
         validator = jsonschema_rs.Draft7Validator(
-            ajv_spelled(schema), validate_formats=True, ignore_unknown_formats=False,
+            ajv_spelled(_without_lone_surrogates(schema)), validate_formats=True, ignore_unknown_formats=False,
             formats=AJV_FORMATS, keywords=AJV_KEYWORDS)
     except (jsonschema_rs.ValidationError, ValueError) as e:
         raise ValueError(f"invalid JSON Schema: {str(e).splitlines()[0]}") from None
@@ -66,7 +66,8 @@ def _first_error(validator: Any, instance: Any) -> str | None:
 
 
 def _without_lone_surrogates(value: Any) -> Any:
-    """The schema validator takes no lone surrogates: each stands in as U+FFFD (one unit)."""
+    """The schema validator takes no lone surrogates (in a value or in the schema): each
+    stands in as U+FFFD (one unit)."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):

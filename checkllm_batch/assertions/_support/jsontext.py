@@ -3,6 +3,7 @@ objects found inside free text (extract_json_objects)."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from typing import Any
@@ -34,19 +35,88 @@ MAX_SPAN = 100_000
 
 
 class _JsYamlLoader(yaml12._Loader):
-    """js-yaml's reading: YAML 1.2 core types (a key written twice is an error), and a
+    """js-yaml's reading: YAML 1.2 core types (a key written twice is an error), a
     timestamp is a JavaScript Date, which a JSON Schema sees as an object without
-    properties."""
+    properties, and `!!set` is a mapping to nulls."""
 
 
-_JsYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: {})
-_JsYamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:timestamp", yaml.SafeLoader.timestamp_regexp, list("0123456789"))
+# js-yaml's timestamps: a date is yyyy-mm-dd; one or two digits for month and day with a time
+_TIMESTAMP = re.compile(r"""([0-9]{4})-([0-9]{2})-([0-9]{2})|([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})
+    (?:[Tt]|[ \t]+)([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]*)?
+    (?:[ \t]*(?:Z|[-+]([0-9]{1,2})(?::([0-9]{2}))?))?""", re.X)
+
+
+def _timestamp(loader: _JsYamlLoader, node: yaml.ScalarNode) -> Any:
+    """A Date (`{}`) when the fields make a real date and time, else the text, as js-yaml
+    leaves `2024-02-30` or `2024-01-01 25:00:00` a string."""
+    text = loader.construct_scalar(node)
+    m = _TIMESTAMP.fullmatch(text)
+    if m is None:  # `!!timestamp` on other text
+        raise yaml.constructor.ConstructorError(None, None, "cannot resolve a timestamp",
+                                                node.start_mark)
+    year, month, day, *clock = [int(g) for g in m.groups() if g is not None]
+    limits = (23, 59, 59, 23, 59)  # hour, minute, second, then the zone's hour and minute
+    try:
+        datetime.date(year or 2000, month, day)  # JavaScript has a year 0, a leap year
+    except ValueError:
+        return text
+    return text if any(v > top for v, top in zip(clock, limits)) else {}
+
+
+def _set(loader: _JsYamlLoader, node: yaml.MappingNode) -> dict:
+    found = loader.construct_mapping(node)
+    if any(v is not None for v in found.values()):
+        raise yaml.constructor.ConstructorError(None, None, "cannot resolve a set item",
+                                                node.start_mark)
+    return found
+
+
+_JsYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+_JsYamlLoader.add_constructor("tag:yaml.org,2002:set", _set)
+_JsYamlLoader.add_implicit_resolver("tag:yaml.org,2002:timestamp", re.compile(
+    f"(?:{_TIMESTAMP.pattern})$", re.X), list("0123456789"))
 
 
 class _FlowLoader(_JsYamlLoader):
     """js-yaml's reading of a span (`{json: true}`): a key written twice keeps its last
-    value, and an integer beyond 64 bits is an inexact double."""
+    value, an integer beyond 64 bits is an inexact double, a tab separates tokens as a
+    space does (`{a:\tb}`; PyYAML's scanner skips spaces only), and `{a: -}` is refused."""
+
+    def check_plain(self) -> bool:
+        """js-yaml: in a flow collection, `-` before `,[]{}` starts no plain scalar."""
+        if self.flow_level and self.peek() == "-" and self.peek(1) in ",[]{}":
+            return False
+        return super().check_plain()
+
+    def scan_plain_spaces(self, indent: int, start_mark: Any) -> list[str] | None:
+        """PyYAML's, with a tab as a space: `{a: x\ty}` reads "x\ty", as js-yaml does."""
+        length = 0
+        while self.peek(length) in " \t":
+            length += 1
+        spaces = self.prefix(length)
+        self.forward(length)
+        if self.peek() not in "\r\n\x85\u2028\u2029":
+            return [spaces] if spaces else []
+        line_break, breaks = self.scan_line_break(), []
+        self.allow_simple_key = True
+        while self.peek() in " \t\r\n\x85\u2028\u2029":
+            if self.peek() in " \t":
+                self.forward()
+            else:
+                breaks.append(self.scan_line_break())
+        if self.prefix(3) in ("---", "...") and self.peek(3) in "\0 \t\r\n\x85\u2028\u2029":
+            return None  # a document marker ends the scalar
+        return ([line_break] if line_break != "\n" else [] if breaks else [" "]) + breaks
+
+    def scan_to_next_token(self) -> None:
+        while True:
+            while self.peek() in " \t":
+                self.forward()
+            if self.peek() == "#":
+                while self.peek() not in "\0\r\n\x85\u2028\u2029":
+                    self.forward()
+            if not self.scan_line_break():
+                return
 
 
 def js_yaml_loads(text: str) -> Any:
@@ -74,11 +144,11 @@ _FlowLoader.add_constructor("tag:yaml.org,2002:map", _map)
 
 
 def extract_json_objects(text: str) -> list[Any]:
-    """promptfoo's extraction: brace-balanced spans from each `{`, truncated ones auto-closed,
-    parsed leniently (strict JSON first, then a YAML flow mapping as js-yaml would)."""
+    """promptfoo's extraction: brace-balanced spans from each `{` but a last character,
+    truncated ones auto-closed, parsed leniently (strict JSON first, then a YAML flow mapping as js-yaml would)."""
     found: list[Any] = []
     start = text.find("{")
-    while start >= 0:
+    while 0 <= start < len(text) - 1:  # a `{` that ends the text is never tried
         end, depth = _balanced_end(text, start)
         span = text[start:end] if end else text[start:start + MAX_SPAN] + "}" * depth
         parsed = _lenient(span)

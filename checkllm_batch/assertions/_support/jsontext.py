@@ -21,14 +21,76 @@ def _reject_constant(name: str) -> Any:
 
 def js_json_loads(text: str) -> Any:
     """JavaScript's JSON.parse: strict JSON, where a number too large for a double is
-    ±Infinity (`1e400`) and a lone surrogate escape (`"\\ud800"`) is a valid string."""
+    ±Infinity (`1e400`), a lone surrogate escape (`"\\ud800"`) is a valid string, and any
+    depth parses (orjson stops at 1024 levels, json at Python's recursion limit)."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as e:
         try:
             return json.loads(text, parse_constant=_reject_constant)
-        except (ValueError, TypeError, RecursionError):
+        except RecursionError:
+            return _deep_loads(text, str(e))
+        except (ValueError, TypeError):
             raise ValueError(str(e)) from None
+
+
+_SPACE = r"[ \t\n\r]*"
+_STRING = r'"(?:[^"\\\x00-\x1f]|\\.)*"'  # its escapes checked by json.loads
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_VALUE = re.compile(rf"{_SPACE}([\[{{]|{_STRING}|{_NUMBER}|true|false|null)")
+_KEY = re.compile(rf"{_SPACE}({_STRING}){_SPACE}:")
+_AFTER = re.compile(rf"{_SPACE}([,\]}}])")
+
+
+def _deep_loads(text: str, error: str) -> Any:
+    """JSON.parse without recursion, for text nested too deep for the parsers above: the
+    open arrays and objects are a stack (each with the key its next value goes under)."""
+    stack: list[list] = []
+    pos, value = 0, None  # type: int, Any
+    while True:
+        m = _VALUE.match(text, pos)
+        if m is None:
+            raise ValueError(error)
+        pos, token = m.end(), m.group(1)
+        if token in "[{":
+            close = _AFTER.match(text, pos)
+            if close is None or close.group(1) != "]}"["[{".index(token)]:
+                stack.append([[] if token == "[" else {}, None])
+                if token == "{":
+                    pos = _next_key(text, pos, stack[-1], error)
+                continue
+            pos, value = close.end(), [] if token == "[" else {}
+        else:
+            value = json.loads(token)  # a string, number or literal
+        while True:  # the value goes into its container; close what it completes
+            if not stack:
+                if text[pos:].strip(" \t\n\r"):
+                    raise ValueError(error)
+                return value
+            container = stack[-1]
+            if isinstance(container[0], list):
+                container[0].append(value)
+            else:
+                container[0][container[1]] = value
+            after = _AFTER.match(text, pos)
+            if after is None:
+                raise ValueError(error)
+            pos = after.end()
+            if after.group(1) == ",":
+                if isinstance(container[0], dict):
+                    pos = _next_key(text, pos, container, error)
+                break
+            if after.group(1) != ("]" if isinstance(container[0], list) else "}"):
+                raise ValueError(error)
+            value = stack.pop()[0]
+
+
+def _next_key(text: str, pos: int, container: list, error: str) -> int:
+    m = _KEY.match(text, pos)
+    if m is None:
+        raise ValueError(error)
+    container[1] = json.loads(m.group(1))
+    return m.end()
 
 
 MAX_SPAN = 100_000
@@ -179,14 +241,29 @@ def _balanced_end(text: str, start: int) -> tuple[int | None, int]:
 
 
 def _lenient(span: str) -> Any:
+    """The span as js-yaml reads it (strict JSON first, the common case), or None when it
+    does not parse or nests a node deeper than js-yaml's limit (maxDepth 100)."""
     try:
-        return orjson.loads(span)
+        found = orjson.loads(span)
     except orjson.JSONDecodeError:
-        pass
-    try:
-        return yaml.load(_hash_comments(span), Loader=_FlowLoader)  # noqa: S506 (a safe loader)
-    except (yaml.YAMLError, RecursionError):
-        return None
+        try:
+            found = yaml.load(_hash_comments(span), Loader=_FlowLoader)  # noqa: S506 (safe)
+        except (yaml.YAMLError, RecursionError):
+            return None
+    return None if _nested_beyond(found, MAX_YAML_DEPTH) else found
+
+
+MAX_YAML_DEPTH = 98  # js-yaml (maxDepth 100) refuses a node inside 99 collections
+
+
+def _nested_beyond(value: Any, room: int) -> bool:
+    """Whether some node of `value` (a key, an item, a value) sits more than `room`
+    collections down; the walk goes no deeper than `room + 1` levels."""
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) \
+        else ()
+    if not children:
+        return False
+    return room == 0 or any(_nested_beyond(c, room - 1) for c in children)
 
 
 _LETTER = re.compile("[a-zA-Z]")

@@ -13,6 +13,7 @@ import jsonschema_rs
 import polars as pl
 import yaml
 
+from ..spec.jsvalue import as_double
 from ._support.distinct import Outcome
 from ._support.jsonformats import AJV_DIALECTS, AJV_FORMATS, AJV_KEYWORDS, ajv_spelled
 from ._support.jsontext import extract_json_objects, js_json_loads, js_yaml_loads
@@ -42,15 +43,15 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
                          "dialect promptfoo's validator knows")
     try:
         validator = jsonschema_rs.Draft7Validator(
-            ajv_spelled(schema), validate_formats=True, ignore_unknown_formats=False,
-            formats=AJV_FORMATS, keywords=AJV_KEYWORDS)
+            ajv_spelled(_as_javascript(schema)), validate_formats=True,
+            ignore_unknown_formats=False, formats=AJV_FORMATS, keywords=AJV_KEYWORDS)
     except (jsonschema_rs.ValidationError, ValueError) as e:
         raise ValueError(f"invalid JSON Schema: {str(e).splitlines()[0]}") from None
 
     def check(instance: Any, source: str | None = None) -> str | None:
-        if source is None or _SURROGATE_ESCAPE.search(source):  # it may hold lone surrogates
-            instance = _without_lone_surrogates(instance)
         try:
+            if source is None or _NOT_PYTHON.search(source):
+                instance = _as_javascript(instance)
             return _first_error(validator, instance)
         except Exception as e:  # a value the validator cannot take (inf)
             return f"cannot check against the schema: {type(e).__name__}: {e}"
@@ -65,15 +66,18 @@ def _first_error(validator: Any, instance: Any) -> str | None:
     return f"{error.message} (at {'/'.join(map(str, error.instance_path)) or 'root'})"
 
 
-def _without_lone_surrogates(value: Any) -> Any:
-    """The schema validator takes no lone surrogates: each stands in as U+FFFD (one unit)."""
+def _as_javascript(value: Any) -> Any:
+    """The value as JavaScript holds it, for the schema validator (which takes no lone
+    surrogates): a lone surrogate stands in as U+FFFD (one unit), an integer beyond 2**53 is
+    the double nearest to it (`9007199254740993` is `9007199254740992`)."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 53:
+        return as_double(value)
     if isinstance(value, list):
-        return [_without_lone_surrogates(v) for v in value]
+        return [_as_javascript(v) for v in value]
     if isinstance(value, dict):
-        return {_without_lone_surrogates(k): _without_lone_surrogates(v)
-                for k, v in value.items()}
+        return {_as_javascript(k): _as_javascript(v) for k, v in value.items()}
     return value
 
 
@@ -128,8 +132,9 @@ def contains_json(ctx: Ctx) -> Verdict:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# the only way a parsed value holds a lone surrogate: an escape (JSON's \uD800, YAML's too)
-_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
+# what a parsed value needs _as_javascript for: a lone surrogate (only ever from an escape,
+# JSON's \uD800 or YAML's) or an integer of 16 digits or more
+_NOT_PYTHON = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]|[0-9]{16}")
 
 
 # PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)

@@ -103,31 +103,85 @@ AJV_FORMATS: dict[str, Callable[[str], bool]] = {
 _INT_BOUNDS = {"int32": {"minimum": -(2 ** 31), "maximum": 2 ** 31 - 1}, "int64": {}}
 # formats jsonschema-rs knows that ajv-formats does not: ajv refuses them as unknown
 _NOT_AJV = frozenset({"idn-email", "idn-hostname", "iri", "iri-reference"})
-_DATA = frozenset({"const", "enum", "default", "examples"})  # keywords whose value is JSON data
+# where draft-07 keeps subschemas: one schema, a list of them, or a map of names to them
+_ONE = frozenset({"additionalItems", "items", "contains", "additionalProperties",
+                  "propertyNames", "not", "if", "then", "else"})
+_LIST = frozenset({"allOf", "anyOf", "oneOf", "items"})
+_MAP = frozenset({"properties", "patternProperties", "definitions", "dependencies"})
 
 
 def ajv_spelled(schema: Any) -> Any:
-    """`schema` with what ajv adds to draft-07 spelled as standard keywords: ajv-formats'
+    """`schema` as ajv reads it, spelled for jsonschema-rs's draft-07: a keyword beside
+    `$ref` still applies (`{$ref, required}` is `{allOf: [{$ref}], required}`), ajv-formats'
     number formats (`int32`, `int64`: a whole number, int32 within 32 bits; jsonschema-rs
-    checks formats on strings only), and OpenAPI's `nullable: true` beside a `type`. A
-    format ajv-formats lacks is a ValueError, as in ajv's strict mode."""
-    if isinstance(schema, list):
-        return [ajv_spelled(s) for s in schema]
+    checks formats on strings only), and OpenAPI's `nullable: true` beside a `type`. What ajv
+    refuses is a ValueError: a format ajv-formats lacks, and its strict mode and meta-schema
+    rules (_refused)."""
     if not isinstance(schema, dict):
         return schema
-    out = {k: v if k in _DATA else ajv_spelled(v) for k, v in schema.items()}
+    _refused(schema)
+    out = dict(schema)
+    for key, sub in schema.items():
+        if key in _ONE and isinstance(sub, dict) or key in _LIST and isinstance(sub, list):
+            out[key] = [ajv_spelled(s) for s in sub] if isinstance(sub, list) else ajv_spelled(sub)
+        elif key in _MAP and isinstance(sub, dict):
+            out[key] = {name: ajv_spelled(s) for name, s in sub.items()}
+    extra: list = []
+    if "$ref" in out and len(out) > 1:
+        extra.append({"$ref": out.pop("$ref")})
     fmt = schema.get("format")
-    if fmt in _NOT_AJV:
-        raise ValueError(f"unknown format {fmt!r}")
     bounds = _INT_BOUNDS.get(fmt) if isinstance(fmt, str) else None
     if bounds is not None:
-        rule = {"if": {"type": "number"}, "then": {"type": "integer", **bounds}}
-        out["allOf"] = [*out.get("allOf", []), rule]
+        extra.append({"if": {"type": "number"}, "then": {"type": "integer", **bounds}})
+    if extra:
+        out["allOf"] = [*extra, *out.get("allOf", [])]
     kinds = schema.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if schema.get("nullable") is True and isinstance(kinds, list) and "null" not in kinds:
         out["type"] = [*kinds, "null"]
     return out
+
+
+def _refused(schema: dict) -> None:
+    """What ajv refuses in one schema object: an enum that is empty or repeats a value (its
+    draft-07 meta-schema), and, in strict mode, `if` without `then`/`else` (or the reverse),
+    `additionalItems` beside no list of `items`, a property that a `patternProperties`
+    pattern matches, and a format ajv-formats lacks."""
+    from .jsonvalue import same_value
+
+    problems = []
+    enum = schema.get("enum")
+    if isinstance(enum, list) and (not enum or any(
+            same_value(a, b) for i, a in enumerate(enum) for b in enum[i + 1:])):
+        problems.append("enum must have at least one item and no duplicate items")
+    if "if" in schema and "then" not in schema and "else" not in schema:
+        problems.append('"if" without "then" and "else" is ignored')
+    problems += [f'"{k}" without "if" is ignored' for k in ("then", "else")
+                 if k in schema and "if" not in schema]
+    if "additionalItems" in schema and not isinstance(schema.get("items"), list):
+        problems.append('"additionalItems" is ignored when "items" is not an array of schemas')
+    problems += _matching_properties(schema)
+    if schema.get("format") in _NOT_AJV:
+        problems.append(f"unknown format {schema['format']!r}")
+    if problems:
+        raise ValueError(problems[0])
+
+
+def _matching_properties(schema: dict) -> list[str]:
+    """ajv's strict check of `patternProperties`, unless every pattern's schema is `{}` or
+    `true`: a property named in `properties` that a pattern (a JavaScript RegExp) matches."""
+    from .jsregex import compile_js
+
+    patterns, names = schema.get("patternProperties"), schema.get("properties")
+    if not (isinstance(patterns, dict) and isinstance(names, dict)) or all(
+            s is True or s == {} for s in patterns.values()):
+        return []
+    import polars as pl
+
+    listed = pl.DataFrame({"name": [str(n) for n in names]}, schema={"name": pl.String})
+    return [f"property {name} matches pattern {pattern} (use allowMatchingProperties)"
+            for pattern in patterns
+            for name in listed.filter(compile_js(pattern).matches(pl.col("name")))["name"]]
 
 
 # the `$schema` values ajv's default instance knows; any other is an error there

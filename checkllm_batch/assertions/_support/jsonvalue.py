@@ -8,8 +8,9 @@ from typing import Any
 def same_value(a: Any, b: Any) -> bool:
     """Two parsed JSON values are equal: numbers by value (1 == 1.0, but never a boolean),
     objects key by key, arrays item by item."""
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) \
-            and not isinstance(a, bool) and not isinstance(b, bool):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return float(a) == float(b)
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)

@@ -63,7 +63,14 @@ _FOREIGN = (
     (re.compile(r"(?i)\block\s+in\s+share\s+mode\b"), {"*", "-MySQL"}),
     (re.compile(r"(?i)\bselect\s+all\b"), {"*", "-BigQuery"}),
     (re.compile(r"(?i)\bfor\s+update\b|\blimit\s+\d+\s*,"), {"PostgresQL"}),
-    (re.compile(r"(?i)\bfetch\s+(?:next|first)\b"), {"TransactSQL"}),
+    (re.compile(r"(?i)\bfetch\s+(?:next|first)\b"), {"*", "-DB2"}),
+    (re.compile(r"(?i)\bnulls\s+(?:first|last)\b"), {"*", "-PostgresQL", "-Redshift", "-Snowflake",
+                                                      "-Noql"}),
+    (re.compile(r"(?i)\blimit\b"), {"DB2"}),
+    (re.compile(r"(?i)\bselect\s+top\b"), {"*", "-TransactSQL", "-Snowflake"}),
+    # the reserved word `select` as a table name
+    (re.compile(r"(?i)\bjoin\s+select\b"), {"*", "-BigQuery", "-Snowflake"}),
+    (re.compile(r"(?i)\binto\s+select\b"), {"*", "-BigQuery", "-Snowflake", "-TransactSQL"}),
     (re.compile(r"(?i)^\s*merge\b"), {"*"}),
     (re.compile(r"(?i)\bselect\s+(?:(?:all|distinct|sql_\w+)\s+)*"
                 r"(?:all|distinctrow|high_priority|straight_join)\b"), {"MySQL"}),
@@ -78,6 +85,9 @@ def _foreign(plain: str, db: str) -> bool:
     return False
 
 
+# dialects whose names sqlglot reads in double quotes only (the others read `name` as is, and
+# BigQuery, Hive and Spark read "name" as a string)
+_DOUBLE_QUOTED = {"PostgresQL", "DB2", "Redshift", "Snowflake", "Athena", "TransactSQL"}
 _DELETE_WITHOUT_FROM = re.compile(r"(?i)^\s*delete\s+(?!from\b)")
 _QUOTES = (r"(?P<text>'(?:\\[\s\S]?|''|[^'\\])*'?|\"(?:\\[\s\S]?|\"\"|[^\"\\])*\"?"
            r"|`(?:\\[\s\S]?|``|[^`\\])*`?"
@@ -175,8 +185,8 @@ def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
         return False, bad
     if db in ("MySQL", "MariaDB"):  # SELECT SQL_NO_CACHE ...: options sqlglot does not read
         sql = _MYSQL_SELECT_OPTIONS.sub(r"\1", sql)
-    if db == "PostgresQL":  # node-sql-parser reads `name` there too
-        sql = re.sub(r"`([^`]*)`", r'"\1"', sql)
+    if db in _DOUBLE_QUOTED:  # node-sql-parser reads `name` in every dialect; sqlglot there
+        sql = re.sub(r"`([^`]*)`", r'"\1"', sql)  # reads "name"
     try:
         reader = sqlglot.Dialect.get_or_raise(dialect)
         tokens = reader.tokenize(sql)
@@ -185,6 +195,8 @@ def sql_check(text: str | None, options) -> tuple[bool | None, str | None]:
         statements = [s for s in reader.parser().parse(tokens, sql) if s is not None]
     except (sqlglot.errors.SqlglotError, RecursionError):  # nesting too deep: not parsed
         return False, bad
+    if not statements and db != "TransactSQL" and not _plain(sql, brackets=False).strip():
+        return True, None  # nothing but comments: node-sql-parser reads no statement, no error
     if not statements or not all(isinstance(s, _STATEMENTS()) for s in statements) or any(
             isinstance(s, exp.Select) and not s.expressions for s in statements):
         return False, bad

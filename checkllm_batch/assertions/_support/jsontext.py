@@ -250,6 +250,8 @@ def _lenient(span: str) -> Any:
             found = yaml.load(_hash_comments(span), Loader=_FlowLoader)  # noqa: S506 (safe)
         except (yaml.YAMLError, RecursionError):
             return None
+    if span.count("{") + span.count("[") <= MAX_YAML_DEPTH:  # too few brackets to nest so deep
+        return found
     return None if _nested_beyond(found, MAX_YAML_DEPTH) else found
 
 

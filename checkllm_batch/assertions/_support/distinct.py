@@ -37,8 +37,9 @@ def text_of_distinct(expr: pl.Expr, fn: Callable[[Any], str]) -> pl.Expr:
     """`fn(value)` as text on each row (null stays null), called once per distinct value."""
 
     def printed(uniq: pl.Series) -> pl.DataFrame:
-        return pl.DataFrame({"t": [None if v is None else fn(v) for v in uniq.to_list()]},
-                            schema={"t": pl.String})
+        texts = [None if v is None else fn(v) for v in uniq.to_list()]  # per-distinct: a
+        # printing rule Polars has no expression for (JavaScript's toFixed and String())
+        return pl.DataFrame({"t": texts}, schema={"t": pl.String})
 
     return expr.map_batches(lambda values: per_distinct(values, printed).to_series(),
                             return_dtype=pl.String)

@@ -37,6 +37,7 @@ from .progress import RunProgress
 from .spec.judge import JudgeConfig
 from .spec.model import Suite
 from .spec.parse import load_suite
+from .store import cases as cases_store
 from .store import results as store
 from .store.across import finish_across
 
@@ -49,7 +50,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
              batch_rows: int = BATCH_ROWS, progress: bool = False,
              config: dict[str, Any] | None = None, judge_config: JudgeConfig | None = None,
              judge: Judge | None = None, resume: str | None = None,
-             engine: str = "local") -> Run:
+             engine: str = "local", copy_outputs: bool = False) -> Run:
     """Score `outputs` (a file, a DuckDB table, a frame, or the suite's inline outputs)
     against `suite`, writing results batch by batch into the DuckDB database `db`.
 
@@ -57,7 +58,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     `judge:` block), through `judge` if given (else the OpenAI-compatible client).
     `resume` re-runs the run of that id in place: no judge call already answered is sent.
     `engine="ray"` runs it on a Ray cluster (Parquet files, or a Ray Dataset as `outputs`;
-    see docs/ray.md)."""
+    see docs/ray.md). A Parquet file's outputs and vars are not copied into `db`: its
+    `cases` view reads them from the file (store/cases.py), unless `copy_outputs`."""
     from .judge.session import close_hook, open_hook
 
     if not isinstance(suite, Suite):
@@ -87,6 +89,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
         run_id, done = resume, store.resume_run(con, resume, suite, hashed.result())
     else:
         run_id, done = store.start_run(con, suite, source, config), 0
+    text = _keeps_text(con, run_id, resume, copy_outputs, outputs, builder)
     hook = open_hook(plan, con, run_id, judge_config, judge=judge, progress=progress)
     bar = RunProgress(run_id, total, progress, hook.runner, done=done)
     out = con.cursor()  # the writer's own connection: its transactions are its own
@@ -100,7 +103,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
             if pending is not None:
                 pending.result()
             pending = writer.submit(store.append, out, run_id, cases, results, tests,
-                                    hashed.result)
+                                    hashed.result, text=text)
             done += batch.num_rows
             bar.update(tests, batch.num_rows)
         writer.shutdown(wait=True)
@@ -189,6 +192,22 @@ def _batches(suite: Suite, outputs: Outputs, rows: int, config: dict[str, Any] |
     return suite.path, rechunk(table.to_batches(), rows), table.num_rows, None
 
 
+def _keeps_text(con, run_id: str, resume: str | None, copy: bool, outputs: Outputs,
+                builder: CaseBuilder) -> bool:
+    """Whether the run copies its cases' text, or reads it from its Parquet file: a new run
+    as asked and as the file allows, a resumed one as it began (its file's record renewed)."""
+    source = str(outputs) if isinstance(outputs, (str, Path)) else None
+    if resume:
+        referenced = con.execute("SELECT 1 FROM case_sources WHERE run_id = ?",
+                                 [run_id]).fetchall()
+        if not referenced or source is None:
+            return True
+    elif copy or source is None or not cases_store.referable(source, builder.row_vars):
+        return True
+    cases_store.reference(con, run_id, source, builder.row_vars, builder.vars_heads())
+    return False
+
+
 def _fingerprint(identity: str | pa.Table | None, config: dict[str, Any]) -> str | None:
     """The outputs' content hash, with the filters that chose their rows."""
     digest = fingerprint(identity)
@@ -220,16 +239,19 @@ def get_run(db: str | Path | duckdb.DuckDBPyConnection, run: str | None = None) 
 
 def write(run: Run, path: str | Path) -> Run:
     """Copy a run (all its rows) into the results database at `path`, streamed through
-    Arrow (the run's database may be open read-only)."""
+    Arrow (the run's database may be open read-only). Its cases' text is copied too, even
+    where the run reads it from its source file."""
     target = store.connect(path)
     try:
         with store.transaction(target):
-            for table in ("runs", "assertions", "cases", "assertion_results", "test_results",
-                          "named_metrics", "derived_metrics", "run_batches"):
+            for table, into in (("runs", "runs"), ("assertions", "assertions"),
+                                ("cases", "case_rows"), ("assertion_results", None),
+                                ("test_results", None), ("named_metrics", None),
+                                ("derived_metrics", None), ("run_batches", None)):
                 rows = run.con.sql(  # noqa: F841  (read by DuckDB by name)
                     f"SELECT * FROM {table} WHERE run_id = ?", params=[run.run_id]
                 ).to_arrow_reader(BATCH_ROWS)
-                target.execute(f"INSERT INTO {table} BY NAME SELECT * FROM rows")
+                target.execute(f"INSERT INTO {into or table} BY NAME SELECT * FROM rows")
     finally:
         target.close()
     return get_run(path, run.run_id)

@@ -75,6 +75,8 @@ def main() -> None:
               "on a Ray cluster (RAY_ADDRESS, else a local one; docs/ray.md).")
 @click.option("--results", "results", metavar="DIR", help="With --engine ray: keep the "
               "Parquet shards in DIR (without an explicit --db: only the shards).")
+@click.option("--copy-outputs", is_flag=True, help="Copy a Parquet file's outputs and vars "
+              "into the database (by default its `cases` view reads them from the file).")
 @user_errors
 def eval_command(suite: str | None, config_path: str | None, outputs: str | None,
                  output_path: str | None, db: str, batch_rows: int,
@@ -84,7 +86,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
                  judge_key_env: str | None, judge_mode: str | None,
                  judge_concurrency: int | None, judge_rpm: float | None,
                  judge_tpm: float | None, max_cost: float | None, no_cache: bool,
-                 dry_run: bool, resume: str | None, engine: str, results: str | None) -> None:
+                 dry_run: bool, resume: str | None, engine: str, results: str | None,
+                 copy_outputs: bool) -> None:
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
     Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
@@ -115,7 +118,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
     config = {"outputs": outputs, "db": db, "batch_rows": batch_rows,
               "filters": filters.record() or None}
     run = api.evaluate(spec, source, db=db, batch_rows=batch_rows, progress=progress,
-                       config=config, judge_config=judge_config, resume=resume)
+                       config=config, judge_config=judge_config, resume=resume,
+                       copy_outputs=copy_outputs)
     _report(run, output_path, db, fmt)
 
 

@@ -20,9 +20,9 @@ def export_run(con: duckdb.DuckDBPyConnection, run_id: str, directory: Path) -> 
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"{directory}: cannot create: {e.strerror}") from None
-    present = {r[0] for r in con.sql(
-        "SELECT table_name FROM duckdb_tables() WHERE schema_name = current_schema() "
-        "AND database_name = current_database()").fetchall()}
+    present = {r[0] for r in con.sql(  # `cases` is a view (store/cases.py)
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+        "current_schema() AND table_catalog = current_database()").fetchall()}
     written = []
     run = "'" + run_id.replace("'", "''") + "'"
     for table in TABLES:

@@ -4,6 +4,7 @@ run's tables with the same query and orderings."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import duckdb
@@ -11,6 +12,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..store import results as store
+from ..store.cases import changed_sources
 from ..store.views import catalog
 from .charts import Svg
 from .classify import Classification, classification
@@ -26,6 +28,11 @@ class Results:
     def __init__(self, db: str | Path | duckdb.DuckDBPyConnection):
         self.con = db if isinstance(db, duckdb.DuckDBPyConnection) else store.connect(
             db, create=False)
+        for run_id, path in changed_sources(self.con):
+            warnings.warn(f"run {run_id} reads its cases' output and vars from {path}, which "
+                          "is gone or has changed since: they are not the text it scored "
+                          "(evaluate with --copy-outputs to keep them in the database)",
+                          stacklevel=2)
 
     def query(self, sql: str, params: list | dict | None = None) -> pl.DataFrame:
         """Any SQL over the tables, views and macros (see `catalog()`), as a frame."""

@@ -74,6 +74,12 @@ class CaseBuilder:
         return pl.DataFrame(frame, schema_overrides={
             "test_index": pl.Int32, **{template.var_column(n): pl.String for n in test_only}})
 
+    def vars_heads(self) -> list[str | None]:
+        """Per test index, the JSON text a case's `vars` starts with: its test's own vars,
+        then the row's (`build` appends those)."""
+        heads = dict(zip(self.tests["test_index"].to_list(), self.tests["__vars_head"].to_list()))
+        return [heads.get(i) for i in range(max(heads, default=-1) + 1)]
+
     def build(self, batch: pa.RecordBatch, first_case_id: int) -> pl.DataFrame:
         df = pl.from_arrow(batch)
         assert isinstance(df, pl.DataFrame)

@@ -18,7 +18,7 @@ def derived_query(suite: Suite) -> str:
         f" AS {quote(m)}" for m in metrics)
     steps = [f"""base AS (
         SELECT g.provider, g.prompt, g.{COUNT}{', ' + sums if sums else ''}
-        FROM (SELECT provider, prompt, COUNT(*)::DOUBLE AS {COUNT} FROM cases
+        FROM (SELECT provider, prompt, COUNT(*)::DOUBLE AS {COUNT} FROM case_rows
               WHERE run_id = $run GROUP BY ALL) g
         LEFT JOIN named_metrics n ON n.run_id = $run
              AND n.provider IS NOT DISTINCT FROM g.provider AND n.prompt IS NOT DISTINCT FROM g.prompt

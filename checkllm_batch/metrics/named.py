@@ -31,7 +31,7 @@ def compute(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite) -> None:
               SELECT run_id, case_id, n.metric, n.score, w, status, set_metric
               FROM (SELECT *, unnest(named_scores) AS n FROM r WHERE named_scores IS NOT NULL)
               WHERE n.metric IS DISTINCT FROM metric) a
-        JOIN cases c USING (run_id, case_id)
+        JOIN case_rows c USING (run_id, case_id)
         JOIN test_results t USING (run_id, case_id)
         WHERE a.metric <> '' AND a.status IN ('pass', 'fail')  -- '': rendered to nothing
           AND a.metric IS DISTINCT FROM a.set_metric  -- the set's own score stands for it

@@ -45,7 +45,7 @@ def finish_across(con: duckdb.DuckDBPyConnection, run_id: str, plan: Plan,
 def _retest(con: duckdb.DuckDBPyConnection, run_id: str, plan: Plan, case_ids: list[int]
             ) -> None:
     params: list[Any] = [run_id, case_ids]
-    cases = frame(con, "SELECT case_id, test_index FROM cases WHERE run_id = ? "
+    cases = frame(con, "SELECT case_id, test_index FROM case_rows WHERE run_id = ? "
                   "AND case_id IN (SELECT unnest(?))", params)
     results = frame(con, "SELECT * FROM assertion_results WHERE run_id = ? "
                     "AND case_id IN (SELECT unnest(?))", params)

@@ -156,7 +156,7 @@ def resume_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite,
     committed = con.execute("SELECT COALESCE(SUM(rows), 0) FROM run_batches WHERE run_id = ?",
                             [run_id]).fetchall()[0][0]
     with transaction(con):
-        for table in ("cases", "assertion_results", "test_results"):
+        for table in ("case_rows", "assertion_results", "test_results"):
             con.execute(f"DELETE FROM {table} WHERE run_id = ? AND case_id >= ?",
                         [run_id, committed])
         for table in ("named_metrics", "derived_metrics"):
@@ -180,14 +180,17 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
-           results: pl.DataFrame, tests: pl.DataFrame, outputs_hash: Callable[[], str | None]
-           ) -> None:
+           results: pl.DataFrame, tests: pl.DataFrame, outputs_hash: Callable[[], str | None],
+           *, text: bool = True) -> None:
     """One batch, in one transaction with its run_batches row: a batch is stored whole or
-    not at all. The outputs' content hash is recorded with the first batch."""
+    not at all. The outputs' content hash is recorded with the first batch. Without `text`,
+    the cases' output and vars are left to their source file (store/cases.py)."""
     # Polars types Series.min() as any literal; an Int64 column's is an int
     first = int(cases["case_id"].min())  # type: ignore[arg-type]
+    if not text:
+        cases = cases.with_columns(output=pl.lit(None, pl.String), vars=pl.lit(None, pl.String))
     with transaction(con):
-        for table, frame, columns in (("cases", cases, CASE_COLUMNS),
+        for table, frame, columns in (("case_rows", cases, CASE_COLUMNS),
                                       ("assertion_results", results, RESULT_COLUMNS),
                                       ("test_results", tests, TEST_COLUMNS)):
             batch = frame.select(  # noqa: F841  (read by DuckDB by name)
@@ -206,7 +209,7 @@ def finish_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     """The run is finished: its case count recorded."""
     con.execute("""
         UPDATE runs SET status = 'finished', finished_at = current_timestamp,
-               cases = (SELECT COUNT(*) FROM cases WHERE run_id = $run)
+               cases = (SELECT COUNT(*) FROM case_rows WHERE run_id = $run)
         WHERE run_id = $run""", {"run": run_id})
 
 

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import duckdb
 
+from .cases import create_cases_view
+
 TABLES = {
     "runs": "one row per evaluation run: status, suite, outputs, config, case count",
     "assertions": "each assertion's spec per run: test, index, type, metric, weight",
-    "cases": "one row per scored output: test, provider, prompt, vars (JSON), output, cost",
+    "case_rows": "the stored part of `cases`: output and vars left null where a run reads "
+                 "them from its source file (case_sources)",
+    "case_sources": "the Parquet file each run reads its cases' output and vars from, with "
+                    "its size and modification time when scored",
     "assertion_results": "one row per case x assertion: status, pass, score, reason",
     "test_results": "one row per case: test status, pass, weighted score, reason",
     "named_metrics": "named-metric sums, weights and counts per run x provider x prompt",
@@ -39,7 +44,7 @@ VIEWS: dict[str, tuple[str, str]] = {
                COUNT(*) FILTER (t.status = 'error') AS errors,
                COUNT(*) FILTER (t.status = 'pass') / COUNT(*) AS pass_rate,
                AVG(t.score) AS mean_score
-        FROM cases c JOIN test_results t USING (run_id, case_id)
+        FROM case_rows c JOIN test_results t USING (run_id, case_id)
         GROUP BY ALL"""),
     "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type "
                            "(metric-only counters apart; errors and skips counted apart)"), """
@@ -52,7 +57,7 @@ VIEWS: dict[str, tuple[str, str]] = {
                COUNT(*) FILTER (a.status = 'pass')
                  / NULLIF(COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')), 0) AS pass_rate,
                AVG(a.score) AS mean_score
-        FROM cases c JOIN assertion_results a USING (run_id, case_id)
+        FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         GROUP BY ALL"""),
     "pass_rates_by_metric": ("assertion pass rate per run x provider x named metric", """
         SELECT c.run_id, c.provider, a.metric, COUNT(*) AS results,
@@ -62,7 +67,7 @@ VIEWS: dict[str, tuple[str, str]] = {
                COUNT(*) FILTER (a.status = 'pass')
                  / NULLIF(COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')), 0) AS pass_rate,
                AVG(a.score) AS mean_score
-        FROM cases c JOIN assertion_results a USING (run_id, case_id)
+        FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         WHERE a.metric IS NOT NULL
         GROUP BY ALL"""),
     "metric_summary": (("named metrics (mean = sum / weight) and derived metrics, one row per "
@@ -85,7 +90,7 @@ VIEWS: dict[str, tuple[str, str]] = {
         SELECT c.run_id, c.provider, a.type,
                LEAST(FLOOR(a.score * 10), 9) / 10 AS bin_start,
                LEAST(FLOOR(a.score * 10), 9) / 10 + 0.1 AS bin_end, COUNT(*) AS results
-        FROM cases c JOIN assertion_results a USING (run_id, case_id)
+        FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         WHERE a.score BETWEEN 0 AND 1
         GROUP BY ALL"""),
     "run_overview": ("one row per run: when, status, cases, pass rate, providers", """
@@ -95,7 +100,8 @@ VIEWS: dict[str, tuple[str, str]] = {
         FROM runs r LEFT JOIN (
             SELECT run_id, COUNT(*) AS total, COUNT(*) FILTER (status = 'pass') AS passed,
                    COUNT(DISTINCT provider) AS providers
-            FROM case_results GROUP BY run_id) p USING (run_id)"""),
+            FROM case_rows JOIN test_results USING (run_id, case_id)
+            GROUP BY run_id) p USING (run_id)"""),
 }
 
 _JUDGE_EMPTY = """
@@ -207,7 +213,8 @@ def judge_costs_sql(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
-    """(Re-)create every analysis view and macro, with its comment."""
+    """(Re-)create `cases`, every analysis view and macro, with its comment."""
+    create_cases_view(con)
     for name, comment in TABLES.items():
         if con.sql("SELECT 1 FROM duckdb_tables() WHERE table_name = ? "
                    "AND schema_name = current_schema()", params=[name]).fetchall():

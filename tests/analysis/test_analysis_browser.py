@@ -69,8 +69,8 @@ def rendered(two_runs, tmp_path_factory):
     db, run_a, _ = two_runs
     directory = tmp_path_factory.mktemp("browser")
     con = duckdb.connect(str(db))  # an output with markup: shown as text, never parsed
-    con.execute("UPDATE cases SET output = '<b>bold</b> ham' WHERE run_id = ? AND case_id = 1",
-                [run_a])
+    con.execute("UPDATE case_rows SET output = '<b>bold</b> ham' WHERE run_id = ? "
+                "AND case_id = 1", [run_a])  # outputs.jsonl: the text is stored
     con.close()
     path = Results(db).report(directory / "report.html", run_a)
     problems, requests = [], []

@@ -20,8 +20,10 @@ def test_every_view_and_macro_is_listed_with_a_description(two_runs):
         assert listed[name][0] == "view" and listed[name][1]
     for name in MACROS:
         assert listed[name][0] == "macro" and listed[name][1]
-    for name in ("runs", "cases", "assertion_results", "test_results", "named_metrics"):
+    for name in ("runs", "case_rows", "case_sources", "assertion_results", "test_results",
+                 "named_metrics"):
         assert listed[name][0] == "table" and listed[name][1]
+    assert listed["cases"][0] == "view" and listed["cases"][1]  # text from the source file
 
 
 PASS_RATES = [  # (provider, cases, passed, failed, errors) in run A

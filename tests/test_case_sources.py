@@ -1,0 +1,147 @@
+"""A Parquet file's cases keep their text in the file: the `cases` view reads output and vars
+back by row number, and gives what a run that copies them stores (store/cases.py)."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import duckdb
+import polars as pl
+import pytest
+
+import checkllm_batch as cb
+from checkllm_batch.store import results as store
+from checkllm_batch.store.schema import MIGRATIONS
+
+SUITE = """
+tests:
+  - id: t1
+    vars: {own: "té'st", n: 3, expected: shadowed}
+    assert: [{type: contains, value: '{{expected}}'}]
+  - id: t2
+    assert: [{type: equals, value: '{{expected}}'}]
+"""
+
+TEXTS = ["plain", "ünïcödé 😀", 'quote " and \\ backslash', "line\nbreak\n", "", None,
+         "tab\tand \x01 control", "</script>/slash"]
+
+
+def dataset(**extra) -> pl.DataFrame:
+    n = len(TEXTS)
+    return pl.DataFrame({
+        "test_id": ["t1", "t2"] * (n // 2),
+        "output": TEXTS,
+        "expected": [t[:3] if t else t for t in TEXTS],
+        "provider": ["p"] * n,
+        **extra,
+    })
+
+
+def run_twice(tmp_path, frame: pl.DataFrame, suite: str = SUITE, name: str = "o.parquet"):
+    """(referenced run, copied run, database) of the same outputs file."""
+    path = tmp_path / name
+    frame.write_parquet(path) if name.endswith(".parquet") else frame.write_csv(path)
+    (tmp_path / "s.yaml").write_text(suite, encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    runs = []
+    for copy in (False, True):
+        run = cb.evaluate(tmp_path / "s.yaml", str(path), db=db, copy_outputs=copy)
+        runs.append(run.run_id)
+        run.con.close()
+    return runs[0], runs[1], db
+
+
+def cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[tuple]:
+    return con.execute("SELECT * EXCLUDE (run_id) FROM cases WHERE run_id = ? ORDER BY case_id",
+                       [run_id]).fetchall()
+
+
+# (what the dataset adds, whether its text stays in the file)
+SHAPES = [
+    ({}, True),
+    ({"n_tokens": list(range(8))}, True),                       # an integer var
+    ({"flag": [True, False, None, True, False, True, None, False]}, True),
+    ({"score": [0.5, 1.0, 1e-7, 2.0, None, 3.25, 1e21, -0.0]}, False),  # floats: copied
+    ({"ctx": [{"a": i} for i in range(8)]}, False),              # a struct var: copied
+]
+
+
+@pytest.mark.parametrize("extra, referenced", SHAPES, ids=["text", "int", "bool", "float",
+                                                           "struct"])
+def test_cases_read_from_the_file_are_the_copied_cases(tmp_path, extra, referenced):
+    ref, copied, db = run_twice(tmp_path, dataset(**extra))
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert cases(con, ref) == cases(con, copied)
+        stored = con.execute("SELECT count(output), count(vars) FROM case_rows "
+                             "WHERE run_id = ?", [ref]).fetchall()[0]
+        sources = con.execute("SELECT run_id FROM case_sources").fetchall()
+        # the view's vars are JSON that reads back as the case builder's
+        vars_ = con.execute("SELECT vars->>'own', vars->>'expected' FROM cases WHERE run_id "
+                            "= ? ORDER BY case_id LIMIT 2", [ref]).fetchall()
+    assert stored == ((0, 0) if referenced else (7, 8))
+    assert sources == ([(ref,)] if referenced else [])
+    assert vars_ == [("té'st", "pla"), (None, "ünï")]
+
+
+def test_other_sources_and_outputs_are_copied(tmp_path):
+    ref, _, db = run_twice(tmp_path, dataset(), name="o.csv")
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(output) FROM case_rows WHERE run_id = ?",
+                           [ref]).fetchall() == [(8,)]  # a CSV's empty cell is ""
+    json_outputs = dataset().with_columns(output=pl.struct(a=pl.col("expected")))
+    (tmp_path / "j").mkdir()
+    ref, copied, db = run_twice(tmp_path / "j", json_outputs)
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert cases(con, ref) == cases(con, copied)
+        assert con.execute("SELECT count(*) FROM case_sources").fetchall() == [(0,)]
+
+
+def test_a_changed_or_missing_file_is_reported_by_name(tmp_path):
+    ref, _, db = run_twice(tmp_path, dataset())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cb.Results(db).con.close()  # unchanged: no warning
+    source = tmp_path / "o.parquet"
+    dataset().reverse().write_parquet(source)
+    with pytest.warns(UserWarning, match=rf"run {ref} reads .*o\.parquet, which is gone or has "
+                                         "changed"):
+        cb.Results(db).con.close()
+    os.remove(source)
+    with pytest.warns(UserWarning, match="gone or has changed"):
+        results = cb.Results(db)
+    with pytest.raises(cb.InputError, match="o.parquet"):
+        results.query("SELECT output FROM cases")
+    # the facts do not need the file
+    assert results.query("SELECT sum(cases) AS n FROM pass_rates")["n"].to_list() == [16]
+
+
+def test_write_copies_the_text_into_the_other_database(tmp_path):
+    ref, _, db = run_twice(tmp_path, dataset())
+    with duckdb.connect(str(db), read_only=True) as con:
+        want = cases(con, ref)
+    run = cb.Results(db).run(ref)
+    cb.write(run, tmp_path / "archive.duckdb")
+    run.con.close()
+    os.remove(tmp_path / "o.parquet")
+    with duckdb.connect(str(tmp_path / "archive.duckdb"), read_only=True) as con:
+        assert cases(con, ref) == want
+
+
+def test_a_database_from_before_case_sources_keeps_its_cases(tmp_path):
+    db = tmp_path / "old.duckdb"
+    with duckdb.connect(str(db)) as con:  # the schema as 0006 left it, with one case
+        con.execute("CREATE TABLE schema_migrations (name VARCHAR PRIMARY KEY, "
+                    "applied_at TIMESTAMP DEFAULT current_timestamp)")
+        for name, ddl in MIGRATIONS[:6]:
+            ddl(con) if callable(ddl) else con.execute(ddl)
+            con.execute("INSERT INTO schema_migrations (name) VALUES (?)", [name])
+        con.execute("INSERT INTO cases (run_id, case_id, provider, vars, output) VALUES "
+                    "('old', 0, 'p', '{\"a\": 1}', 'the text')")
+        con.execute("INSERT INTO test_results VALUES ('old', 0, 'pass', true, 1, '')")
+    con = store.connect(db)
+    assert con.execute("SELECT provider, vars, output FROM cases").fetchall() == [
+        ("p", '{"a": 1}', "the text")]
+    assert con.execute("SELECT provider, cases, passed FROM pass_rates").fetchall() == [
+        ("p", 1, 1)]
+    con.close()

@@ -90,11 +90,13 @@ def test_other_sources_and_outputs_are_copied(tmp_path):
         assert con.execute("SELECT count(output) FROM case_rows WHERE run_id = ?",
                            [ref]).fetchall() == [(8,)]  # a CSV's empty cell is ""
     json_outputs = dataset().with_columns(output=pl.struct(a=pl.col("expected")))
-    (tmp_path / "j").mkdir()
-    ref, copied, db = run_twice(tmp_path / "j", json_outputs)
-    with duckdb.connect(str(db), read_only=True) as con:
-        assert cases(con, ref) == cases(con, copied)
-        assert con.execute("SELECT count(*) FROM case_sources").fetchall() == [(0,)]
+    for folder, frame, name in (("j", json_outputs, "o.parquet"),
+                                ("g", dataset(), "o[1].parquet")):  # a glob to DuckDB
+        (tmp_path / folder).mkdir()
+        ref, copied, db = run_twice(tmp_path / folder, frame, name=name)
+        with duckdb.connect(str(db), read_only=True) as con:
+            assert cases(con, ref) == cases(con, copied)
+            assert con.execute("SELECT count(*) FROM case_sources").fetchall() == [(0,)]
 
 
 def test_a_changed_or_missing_file_is_reported_by_name(tmp_path):

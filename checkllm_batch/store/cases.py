@@ -29,7 +29,8 @@ _PLAIN = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer,
 def referable(source: str, var_names: Sequence[str]) -> bool:
     """True when `source` is a Parquet file whose output is text and whose var columns
     DuckDB prints as the case builder does (text, integers, booleans)."""
-    if not source.endswith(".parquet") or not Path(source).is_file():
+    if not source.endswith(".parquet") or not Path(source).is_file() \
+            or any(c in source for c in "*?[{"):  # read_parquet would take it for a glob
         return False
     try:
         schema = pq.read_schema(source)

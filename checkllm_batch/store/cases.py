@@ -89,12 +89,14 @@ def cases_sql(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def _branch(run_id: str, path: str, var_names: list[str]) -> str:
+    """The run's stored rows with their text from the file (a row the file no longer has
+    keeps its case, text null)."""
     pairs = ", ".join(f"{_quoted(n)}, s.{_identifier(n)}" for n in var_names)
     row_vars = f"(json_object({pairs})::VARCHAR)[2:]" if var_names else "'}'"
     return f"""SELECT r.* REPLACE ((k.vars_heads[r.test_index + 1] || {row_vars})::JSON AS vars,
                        s.output AS output)
     FROM case_rows r JOIN case_sources k ON k.run_id = r.run_id
-    JOIN read_parquet({_quoted(path)}, file_row_number = true) s
+    LEFT JOIN read_parquet({_quoted(path)}, file_row_number = true) s
       ON s.file_row_number = r.case_id
     WHERE r.run_id = {_quoted(run_id)}"""
 

@@ -244,14 +244,13 @@ def write(run: Run, path: str | Path) -> Run:
     target = store.connect(path)
     try:
         with store.transaction(target):
-            for table, into in (("runs", "runs"), ("assertions", "assertions"),
-                                ("cases", "case_rows"), ("assertion_results", None),
-                                ("test_results", None), ("named_metrics", None),
-                                ("derived_metrics", None), ("run_batches", None)):
+            for table in ("runs", "assertions", "cases", "assertion_results", "test_results",
+                          "named_metrics", "derived_metrics", "run_batches"):
                 rows = run.con.sql(  # noqa: F841  (read by DuckDB by name)
                     f"SELECT * FROM {table} WHERE run_id = ?", params=[run.run_id]
                 ).to_arrow_reader(BATCH_ROWS)
-                target.execute(f"INSERT INTO {into or table} BY NAME SELECT * FROM rows")
+                into = "case_rows" if table == "cases" else table  # the view's text, stored
+                target.execute(f"INSERT INTO {into} BY NAME SELECT * FROM rows")
     finally:
         target.close()
     return get_run(path, run.run_id)

@@ -166,9 +166,11 @@ def _error_rows(p: Planned, rows: pl.DataFrame, reason: str) -> pl.DataFrame:
 
 def combine_tests(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     """One test result per case from its top-level assertions (`verdict.py`)."""
-    top = results.filter(pl.col("parent_index").is_null()).drop("test_index", strict=False)
-    agg = aggregate(top.join(cases.select("case_id", pl.col("test_index").cast(pl.Int32)),
-                             on="case_id"), ["case_id"], plan.order)
+    top = results.filter(pl.col("parent_index").is_null())
+    if "test_index" not in top.columns:  # results read back from the store
+        top = top.join(cases.select("case_id", pl.col("test_index").cast(pl.Int32)),
+                       on="case_id")
+    agg = aggregate(top, ["case_id"], plan.order)
     thresholds = pl.DataFrame(
         {"test_index": [t.index for t in plan.suite.tests],
          "threshold": [t.threshold for t in plan.suite.tests]},

@@ -49,10 +49,24 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
     # judge and error rows have no named scores: the diagonal concat gives them nulls
     results = pl.concat([pl.DataFrame(schema={**RESULT_SCHEMA, "named_scores": NAMED_SCORES}),
                          *parts], how="diagonal_relaxed")
-    results = results.join(plan.slots, on=["test_index", "key"], how="inner")
+    results = _with_slots(results, plan.slots)
     if plan.sets.height:
         results = pl.concat([results, combine_sets(plan, results)], how="diagonal_relaxed")
     return results, combine_tests(plan, cases, results)
+
+
+def _with_slots(results: pl.DataFrame, slots: pl.DataFrame) -> pl.DataFrame:
+    """Each result row with the columns of its slot (assertion_index, type, ...), as an inner
+    join on (test_index, key), rows in order: a row per slot, when a test uses the same
+    assertion twice. Only the keys are joined; the results' own columns (long reasons) are
+    gathered only when some row has not exactly one slot."""
+    keys = ["test_index", "key"]
+    at = (results.select(keys).with_row_index("row")
+          .join(slots.select(keys).with_row_index("slot"), on=keys, how="inner",
+                maintain_order="left"))
+    if at.height != results.height or at["row"].n_unique() != at.height:
+        results = results[at["row"]]
+    return results.hstack(slots.drop(keys).gather(at["slot"]).get_columns())
 
 
 @dataclass(frozen=True)
@@ -166,9 +180,11 @@ def _error_rows(p: Planned, rows: pl.DataFrame, reason: str) -> pl.DataFrame:
 
 def combine_tests(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     """One test result per case from its top-level assertions (`verdict.py`)."""
-    top = results.filter(pl.col("parent_index").is_null()).drop("test_index", strict=False)
-    agg = aggregate(top.join(cases.select("case_id", pl.col("test_index").cast(pl.Int32)),
-                             on="case_id"), ["case_id"], plan.order)
+    top = results.filter(pl.col("parent_index").is_null())
+    if "test_index" not in top.columns:  # results read back from the store
+        top = top.join(cases.select("case_id", pl.col("test_index").cast(pl.Int32)),
+                       on="case_id")
+    agg = aggregate(top, ["case_id"], plan.order)
     thresholds = pl.DataFrame(
         {"test_index": [t.index for t in plan.suite.tests],
          "threshold": [t.threshold for t in plan.suite.tests]},

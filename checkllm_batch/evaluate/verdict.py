@@ -35,15 +35,17 @@ def aggregate(rows: pl.DataFrame, by: list[str], order: pl.DataFrame) -> pl.Data
     weight = pl.when(scoring).then(pl.col("weight")).otherwise(0.0)
     status, reason = pl.col("status"), pl.col("reason")
     keys = ["test_index", "parent_index", "assertion_index"]
+    # a group keeps its rows' order: sorted on `order` alone, each group's rows are in order
+    # (one sort of a small integer, not of (group, order) rows encoded together)
     return (rows.with_columns(pl.col("parent_index").fill_null(-1))
-            .join(order, on=keys, how="left").sort(*by, "order")
-            .group_by(by, maintain_order=True).agg(
+            .join(order, on=keys, how="left").sort("order", maintain_order=True)
+            .group_by(by).agg(
                 errors=(status == "error").sum(),
                 all_pass=((status == "pass") | ~scoring).all(),
                 score=pl.when(in_order(weight) > 0)
                 .then(in_order(pl.col("score") * weight) / in_order(weight)).otherwise(0.0),
                 first_error=reason.filter(status == "error").first(),
-                last_fail=reason.filter((status == "fail") & scoring).last()))
+                last_fail=reason.filter((status == "fail") & scoring).last()).sort(by))
 
 
 def verdict(score: pl.Expr) -> dict[str, pl.Expr]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 Outcome = tuple[bool | None, str | None]  # (passed, detail); passed None means error
@@ -52,8 +53,25 @@ def per_distinct(values: pl.Series, fn: Callable[[pl.Series], pl.DataFrame]) -> 
     one batch to be likely."""
     if values.null_count() == len(values):  # nothing to check here: fn's answer for null
         return fn(values.head(1)).select(pl.all().gather(pl.repeat(0, len(values))))
-    hashes = values.hash()
+    hashes = _hashes(values)
     first = hashes.is_first_distinct()
     table = fn(values.filter(first)).with_columns(__h=hashes.filter(first))
     return (hashes.to_frame("__h").join(table, on="__h", how="left", maintain_order="left")
             .drop("__h"))
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd constant: each field's hash lands elsewhere
+
+
+def _hashes(values: pl.Series) -> pl.Series:
+    """A 64-bit hash of each value. A struct of texts (an output and a value), none of it null
+    (a null struct would hash as its null fields), is hashed field by field and mixed:
+    hashing the struct whole encodes its rows into one buffer first, 3x the cost on
+    500-character texts."""
+    if not (isinstance(values.dtype, pl.Struct) and values.null_count() == 0
+            and all(f.dtype == pl.String for f in values.dtype.fields)):
+        return values.hash()
+    mixed = np.zeros(len(values), dtype=np.uint64)
+    for field in values.struct.fields:
+        mixed = mixed * _MIX ^ values.struct.field(field).hash().to_numpy()
+    return pl.Series(mixed)

@@ -45,6 +45,7 @@ from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
 from checkllm_batch.load.outputs import read_batches
 from checkllm_batch.spec.parse import load_suite
+from checkllm_batch.store import cases as cases_store
 from checkllm_batch.store import results as store
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -158,13 +159,18 @@ def stages(suite_path: Path, data: Path, batch_rows: int, db: Path
     run_id = store.start_run(con, suite, str(data), {})
     took: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     counts: dict[str, int] = defaultdict(int)
-    done, builder = 0, None
+    done, builder, text = 0, None, True
     batches = read_batches(str(data), batch_rows)
     while True:
         batch = _timed(took, "read", lambda: next(batches, None))
         if batch is None:
             break
-        builder = builder or CaseBuilder(plan, batch.schema, str(data))
+        if builder is None:  # the text stays in the file, as in the CLI's run
+            builder = CaseBuilder(plan, batch.schema, str(data))
+            text = not cases_store.referable(str(data), builder.row_vars)
+            if not text:
+                cases_store.reference(con, run_id, str(data), builder.row_vars,
+                                      builder.vars_heads())
         cases = _timed(took, "build cases", lambda: builder.build(batch, done))
         results, tests = _timed(took, "evaluate (the suite)", lambda: evaluate_batch(plan, cases))
         counts["evaluate (the suite)"] += results.height
@@ -172,7 +178,7 @@ def stages(suite_path: Path, data: Path, batch_rows: int, db: Path
             one, _ = _timed(took, name, lambda single=single: evaluate_batch(single, cases))
             counts[name] += one.height * ASSERTIONS
         _timed(took, "write", lambda: store.append(con, run_id, cases, results, tests,
-                                                   lambda: None))
+                                                   lambda: None, text=text))
         done += batch.num_rows
     con.close()
     check_db(db, done)

@@ -12,6 +12,7 @@ import pytest
 
 import checkllm_batch as cb
 from checkllm_batch.store import results as store
+from checkllm_batch.store import schema
 from checkllm_batch.store.schema import MIGRATIONS
 
 SUITE = """
@@ -130,17 +131,15 @@ def test_write_copies_the_text_into_the_other_database(tmp_path):
         assert cases(con, ref) == want
 
 
-def test_a_database_from_before_case_sources_keeps_its_cases(tmp_path):
+def test_a_database_from_before_case_sources_keeps_its_cases(tmp_path, monkeypatch):
     db = tmp_path / "old.duckdb"
-    with duckdb.connect(str(db)) as con:  # the schema as 0006 left it, with one case
-        con.execute("CREATE TABLE schema_migrations (name VARCHAR PRIMARY KEY, "
-                    "applied_at TIMESTAMP DEFAULT current_timestamp)")
-        for name, ddl in MIGRATIONS[:6]:
-            ddl(con) if callable(ddl) else con.execute(ddl)
-            con.execute("INSERT INTO schema_migrations (name) VALUES (?)", [name])
+    monkeypatch.setattr(schema, "MIGRATIONS", MIGRATIONS[:6])
+    with duckdb.connect(str(db)) as con:  # as 0006 left it (views on the table), one case
+        schema.migrate(con)
         con.execute("INSERT INTO cases (run_id, case_id, provider, vars, output) VALUES "
                     "('old', 0, 'p', '{\"a\": 1}', 'the text')")
         con.execute("INSERT INTO test_results VALUES ('old', 0, 'pass', true, 1, '')")
+    monkeypatch.setattr(schema, "MIGRATIONS", MIGRATIONS)
     con = store.connect(db)
     assert con.execute("SELECT provider, vars, output FROM cases").fetchall() == [
         ("p", '{"a": 1}', "the text")]

@@ -213,14 +213,19 @@ def judge_costs_sql(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> None:
-    """(Re-)create `cases`, every analysis view and macro, with its comment."""
-    create_cases_view(con)
+    """(Re-)create `cases`, every analysis view and macro, with its comment. Before
+    migration 0007 the stored cases are the `cases` table itself: the views read that."""
+    tables = {r[0] for r in con.sql(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = current_schema() "
+        "AND database_name = current_database()").fetchall()}
+    stored = "case_rows" if "case_rows" in tables else "cases"
+    if stored == "case_rows":
+        create_cases_view(con)
     for name, comment in TABLES.items():
-        if con.sql("SELECT 1 FROM duckdb_tables() WHERE table_name = ? "
-                   "AND schema_name = current_schema()", params=[name]).fetchall():
+        if name in tables:
             con.execute(f"COMMENT ON TABLE {name} IS {_sql_string(comment)}")
     for name, (comment, query) in VIEWS.items():
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {query.replace('case_rows', stored)}")
         con.execute(f"COMMENT ON VIEW {name} IS {_sql_string(comment)}")
     con.execute(f"CREATE OR REPLACE VIEW judge_costs AS {judge_costs_sql(con)}")
     con.execute(f"COMMENT ON VIEW judge_costs IS {_sql_string(_JUDGE_COMMENT)}")

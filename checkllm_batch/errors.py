@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from rapidfuzz import process
-from rapidfuzz.distance import DamerauLevenshtein
-
 
 @dataclass(frozen=True)
 class Where:
@@ -48,6 +45,9 @@ class InputError(CheckLLMError):
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """' (did you mean "x"?)' for the closest choice, or '' when nothing is close."""
+    from rapidfuzz import process  # here, not at the top: only a mistake needs it
+    from rapidfuzz.distance import DamerauLevenshtein
+
     found = process.extract(name, sorted(choices), scorer=DamerauLevenshtein.normalized_similarity,
                             score_cutoff=0.5, limit=None)
     if not found:

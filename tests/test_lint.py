@@ -109,3 +109,15 @@ def test_assertion_helpers_stay_inside_assertions():
                  if (package / "assertions") not in path.parents
                  and (names := private_modules(path.read_text(encoding="utf-8")))]
     assert not offenders, offenders
+
+
+# libraries only some suites need: imported inside the function that uses them, so that
+# `checkllm-batch` (and `import checkllm_batch`) starts without them
+AT_FIRST_USE = ["asyncio", "rapidfuzz", "sqlglot", "tenacity", "urllib.request"]
+
+
+def test_the_cli_starts_without_what_only_some_suites_need():
+    code = "import sys, checkllm_batch.cli; print(*sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert [m for m in AT_FIRST_USE if m in proc.stdout.split()] == []

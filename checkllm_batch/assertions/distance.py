@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
 
 from ._support.distinct import per_distinct
 from ._support.pool import workers
@@ -34,6 +32,9 @@ def _exact_distances(left: list[str], right: list[str]) -> np.ndarray:
     every row, so the far pairs are computed, only not in full where a band settles them.
     On the benchmark's 100,000 pairs (a quarter beyond 31 edits, a tenth beyond 63) the
     second band takes the passes from 0.46 to 0.39 CPU-s."""
+    from rapidfuzz import process  # here, not at the top: only these types need it
+    from rapidfuzz.distance import Levenshtein
+
     scores = process.cpdist(left, right, scorer=Levenshtein.distance, score_cutoff=BANDS[0],
                             workers=workers(), dtype=np.int64)
     for band, cutoff in zip(BANDS, (*BANDS[1:], None)):
@@ -57,6 +58,8 @@ def _distances(pairs: pl.Series) -> pl.Series:
 def _distinct_distances(pairs: pl.Series) -> pl.DataFrame:
     """The Levenshtein distance and the longer length of each (a, b) pair, in UTF-16 code
     units as promptfoo counts them; the distances in rapidfuzz calls on all cores."""
+    from rapidfuzz.distance import Levenshtein
+
     left = pairs.struct.field("a").fill_null("")
     right = pairs.struct.field("b").fill_null("")
     scores = _exact_distances(left.to_list(), right.to_list()).astype(np.float64)

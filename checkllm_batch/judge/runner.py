@@ -7,7 +7,6 @@ import random
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from tenacity import Retrying, retry_if_exception, wait_exponential_jitter
 from tqdm import tqdm
 
 from ..spec.judge import JudgeConfig
@@ -139,6 +138,8 @@ class Runner:
 
     def _call(self, request: Request) -> Reply:
         """One request through the limiter, retried with exponential back-off and jitter."""
+        from tenacity import Retrying, retry_if_exception  # here: only a judge call needs it
+
         tokens = sum(self.estimate(request)[:2])
         retrying = Retrying(
             stop=self._stop, wait=self._wait,
@@ -186,6 +187,8 @@ class Runner:
         error = state.outcome.exception() if state.outcome else None
         if isinstance(error, JudgeError) and error.retry_after is not None:
             return min(self.config.backoff_max, error.retry_after) + random.uniform(0, 0.05)
+        from tenacity import wait_exponential_jitter
+
         first = self.config.backoff_initial
         return wait_exponential_jitter(multiplier=first, jitter=first,
                                        max=self.config.backoff_max)(state)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 
 import duckdb
-import sqlglot
-from sqlglot import exp
 
 from ..errors import did_you_mean
 from .model import DerivedMetric, Suite
@@ -75,20 +73,21 @@ def column_sql(metric: DerivedMetric, names: set[str]) -> str:
     return f"CAST(({sql}) AS DOUBLE)"
 
 
-# nodes that would make `sql:` more than arithmetic over the metric columns
-_NOT_SCALAR = (exp.Query, exp.Subquery, exp.Table, exp.Star)
-
-
 def scalar_sql(text: str) -> str:
     """`text` as ONE DuckDB scalar expression (parsed by sqlglot as a condition, then
     regenerated), before it runs anywhere; ValueError for a statement, several, a subquery
     or a table."""
+    import sqlglot  # here, not at the top: only a derived metric's `sql:` needs it (~0.1 s)
+    from sqlglot import exp
+
+    # nodes that would make `sql:` more than arithmetic over the metric columns
+    not_scalar = (exp.Query, exp.Subquery, exp.Table, exp.Star)
     try:
         expression = sqlglot.parse_one(text, read="duckdb", into=exp.Condition)
     except sqlglot.errors.SqlglotError:
         raise ValueError(f"sql: must be one scalar expression over the metric columns (no "
                          f"statement, no `;`), got {text!r}") from None
-    bad = next((n for n in expression.walk() if isinstance(n, _NOT_SCALAR)), None)
+    bad = next((n for n in expression.walk() if isinstance(n, not_scalar)), None)
     if bad is not None:
         raise ValueError(f"sql: must be one scalar expression over the metric columns, not a "
                          f"{type(bad).__name__.lower()} ({bad.sql(dialect='duckdb')[:40]!r})")

@@ -115,6 +115,12 @@ def content_hash(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+# the assertions table's columns (store/schema.py)
+ASSERTION_COLUMNS = {"run_id": pl.String, "test_index": pl.Int32, "test_id": pl.String,
+                     "assertion_index": pl.Int32, "type": pl.String, "metric": pl.String,
+                     "weight": pl.Float64, "metric_only": pl.Boolean, "spec": pl.String}
+
+
 def start_run(con: duckdb.DuckDBPyConnection, suite: Suite, outputs: str | None,
               config: dict[str, Any]) -> str:
     run_id = new_run_id()
@@ -126,8 +132,10 @@ def start_run(con: duckdb.DuckDBPyConnection, suite: Suite, outputs: str | None,
     rows = [(run_id, t.index, t.id or t.description, i, a.label, a.metric, a.weight,
              a.metric_only, json.dumps(a.to_json(), default=str))
             for t in suite.tests for i, a in enumerate(t.asserts)]
-    if rows:
-        con.executemany("INSERT INTO assertions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    if rows:  # in one insert: executemany runs a statement per row (~0.4 CPU-s for 640)
+        assertion_rows = pl.DataFrame(  # noqa: F841  (read by DuckDB by name)
+            rows, schema=ASSERTION_COLUMNS, orient="row").to_arrow()
+        con.execute("INSERT INTO assertions BY NAME SELECT * FROM assertion_rows")
     return run_id
 
 

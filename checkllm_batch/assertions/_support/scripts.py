@@ -12,7 +12,6 @@ it never stops a run.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import inspect
 import json
@@ -179,6 +178,8 @@ def _call_rows(script: Script, threshold: float | None, config: Any, rows: list[
             value = caseframe.output_value(row.get("output"), row.get("output_kind"))
             returned = script.fn(value, _context(row, config))
             if inspect.iscoroutine(returned):  # an async check, as promptfoo runs it
+                import asyncio  # here, not at the top: only an async check needs it
+
                 returned = asyncio.run(returned)
             result = (*normalise(returned, threshold), False)
         except Exception as e:  # noqa: BLE001  (user code: fail this row with the message)

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import math
 import os
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
 import polars as pl
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from . import caseframe
 
@@ -57,6 +54,9 @@ def _milliseconds(value: Any) -> float:
 
 
 def _post(url: str, body: bytes, timeout: float) -> Any:
+    import urllib.error  # here, not at the top: only a suite with a webhook check posts
+    import urllib.request
+
     request = urllib.request.Request(url, data=body, method="POST",
                                      headers={"Content-Type": "application/json"})
     try:
@@ -71,6 +71,9 @@ def _post(url: str, body: bytes, timeout: float) -> Any:
 
 
 def _one(cfg: dict[str, Any], row: dict[str, Any]) -> tuple[bool | None, float | None, str | None]:
+    # here, not at the top: only a suite with a webhook check needs tenacity
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
     ctx = caseframe.context(row)
     body = orjson.dumps({"output": caseframe.output_value(row.get("output"), row.get("output_kind")),
                          "context": {"prompt": ctx["prompt"], "vars": ctx["vars"]}})

@@ -78,7 +78,7 @@ def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, max_n: int,
     reference's), c and r (their lengths) and m1..m<max_n>, Σ_g min(count in output,
     count in reference) per order.
 
-    `cand` has (id, tok); `refs` has (id, ref, rid, tok) where `rid` numbers the distinct
+    `cand` has (id, tok); `refs` has (id, ref, rid, tok) where `rid` tells apart the distinct
     reference texts. References `shared` by many rows (a literal value; by default, when
     there are at most half as many distinct references as pairs, or when the batch is too
     large for `_Layout`'s key) are counted once and joined; references of their own (a

@@ -230,9 +230,11 @@ def test_rouge_tokens_follow_js_rouge(text, tokens):
     assert got == tokens
 
 
-def test_shared_and_own_reference_matching_count_alike():
+@pytest.mark.parametrize("max_n", [1, 4])
+def test_shared_and_own_reference_matching_count_alike(max_n):
     """The two ways of counting clipped n-gram matches (references shared by many rows are
-    joined; each row's own reference is matched by a sort) agree, repeats included."""
+    joined; each row's own reference is matched by a sort, or for unigrams alone (rouge-n)
+    by a group-by) agree, repeats included."""
     import polars as pl
 
     from checkllm_batch.assertions.overlap import bleu_tokens, clipped_matches
@@ -245,8 +247,10 @@ def test_shared_and_own_reference_matching_count_alike():
     refs = (rows.lazy().select("id", r="b").explode("r").drop_nulls("r")
             .with_columns(ref=pl.int_range(pl.len()).over("id"),
                           rid=pl.col("r").rank("dense"), tok=bleu_tokens(pl.col("r"))))
-    shared, own = (clipped_matches(cand, refs, 4, shared=way).collect().sort("id", "ref")
-                   .select("id", "ref", "c", "r", "m1", "m2", "m3", "m4") for way in (True, False))
+    counts = ["c", "r", *(f"m{n}" for n in range(1, max_n + 1))]
+    shared, own = (clipped_matches(cand, refs, max_n, shared=way).collect().sort("id", "ref")
+                   .select("id", "ref", *counts) for way in (True, False))
     assert shared.equals(own)
-    assert shared.filter(id=1, ref=1).to_dicts() == [  # "a b a b a b" against "b a b b"
-        {"id": 1, "ref": 1, "c": 6, "r": 4, "m1": 4, "m2": 2, "m3": 1, "m4": 0}]
+    expected = {"c": 6, "r": 4, "m1": 4, "m2": 2, "m3": 1, "m4": 0}  # "a b a b a b", "b a b b"
+    assert shared.filter(id=1, ref=1).select(counts).to_dicts() == [
+        {k: expected[k] for k in counts}]

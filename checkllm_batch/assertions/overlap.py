@@ -47,10 +47,12 @@ def token_rows(frame: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
     """(keys..., pos, len, h): one row per token of `tok`, in order, with its position in
     its list, the list's length and its 64-bit hash."""
     length = pl.col("tok").list.len().cast(pl.Int64)
-    return (frame.select(*keys, "tok", start=length.cum_sum() - length, len=length)
-            .explode("tok").drop_nulls("tok")
+    # hashed inside the lists: the exploded column is one of numbers, not of strings
+    return (frame.select(*keys, h=pl.col("tok").list.eval(pl.element().hash(17)),
+                         start=length.cum_sum() - length, len=length)
+            .explode("h").drop_nulls("h")
             .select(*keys, pos=pl.int_range(pl.len(), dtype=pl.Int64) - pl.col("start"),
-                    len="len", h=pl.col("tok").hash(17)))
+                    len="len", h="h"))
 
 
 def gram_rows(frame: pl.LazyFrame, keys: list[str], max_n: int) -> pl.LazyFrame:
@@ -76,7 +78,7 @@ def clipped_matches(cand: pl.LazyFrame, refs: pl.LazyFrame, max_n: int,
     reference's), c and r (their lengths) and m1..m<max_n>, Σ_g min(count in output,
     count in reference) per order.
 
-    `cand` has (id, tok); `refs` has (id, ref, rid, tok) where `rid` numbers the distinct
+    `cand` has (id, tok); `refs` has (id, ref, rid, tok) where `rid` tells apart the distinct
     reference texts. References `shared` by many rows (a literal value; by default, when
     there are at most half as many distinct references as pairs, or when the batch is too
     large for `_Layout`'s key) are counted once and joined; references of their own (a
@@ -116,14 +118,13 @@ def _shared_matches(pairs: pl.LazyFrame, max_n: int) -> pl.LazyFrame:
 class _Layout:
     """The 128-bit key of a token position in `_own_matches`: the pair, the ids (`width`
     bits each) of the max_n tokens from there on, 0 past the end of the side, then the side
-    (output 0, reference 1). A token's id is its hash (62 bits, plus 1) where the key has
-    room for one token only, else its number among the batch's distinct tokens (from 1).
-    Two 64-bit halves: `hi` holds the pair and the first `head` ids, `lo` the other ids
-    and the side."""
+    (output 0, reference 1). A token's id is its number among the batch's distinct tokens
+    (from 1). Two 64-bit halves: `hi` holds the pair and the first `head` ids, `lo` the
+    other ids and the side."""
 
     def __init__(self, pairs: int, tokens: int, max_n: int):
-        self.hashed, self.max_n, self.head = max_n == 1, max_n, max_n // 2
-        self.width = 62 if self.hashed else tokens.bit_length()  # numbers run up to `tokens`
+        self.max_n, self.head = max_n, max_n // 2
+        self.width = tokens.bit_length()  # numbers run up to `tokens`
         self.fits = (pairs.bit_length() + self.head * self.width <= 63
                      and (max_n - self.head) * self.width + 1 <= 64)
 
@@ -148,18 +149,17 @@ class _Layout:
         return [pl.col("hi"), pl.col("lo") // 2**(1 + w * (self.max_n - n))]
 
 
-def _numbered_tokens(pairs: pl.LazyFrame, layout: _Layout) -> pl.LazyFrame:
+def _numbered_tokens(pairs: pl.LazyFrame) -> pl.LazyFrame:
     """(pair, side, pos, len, t): the tokens of both sides, each list in order, with their
     ids (`_Layout`)."""
     sides = pl.concat([pairs.select("pair", side=pl.lit(side, pl.UInt64), tok=column)
                        for side, column in ((0, "ctok"), (1, "tok"))])
     flat = token_rows(sides, ["pair", "side"]).collect()
-    if layout.hashed:
-        return flat.lazy().select("pair", "side", "pos", "len", t=pl.col("h") // 4 + 1)
-    distinct = flat["h"].unique()
+    distinct = flat["h"].unique(maintain_order=True)  # (a third of the time of unordered)
     numbers = pl.int_range(1, len(distinct) + 1, dtype=pl.UInt32, eager=True)
-    return flat.lazy().select("pair", "side", "pos", "len", t=pl.col("h").replace_strict(
-        distinct, numbers, return_dtype=pl.UInt32))
+    # replaced eagerly: the same replace inside the lazy query costs more
+    ids = flat["h"].replace_strict(distinct, numbers, return_dtype=pl.UInt32)
+    return flat.lazy().select("pair", "side", "pos", "len", t=ids)
 
 
 def _own_matches(pairs: pl.LazyFrame, layout: _Layout) -> pl.LazyFrame:
@@ -169,13 +169,28 @@ def _own_matches(pairs: pl.LazyFrame, layout: _Layout) -> pl.LazyFrame:
     start equal n-grams of one pair lie together for every order n at once (keys that
     agree on the pair and the first n numbers); such a run holds c positions of the output
     and r of the reference, min(c, r) clipped matches. One sort of one key per token,
-    instead of one per n-gram and order."""
-    ordered = _numbered_tokens(pairs, layout).select(key=layout.key()).collect()["key"].sort()
+    instead of one per n-gram and order. Unigrams alone are counted by a group-by."""
+    if layout.max_n == 1:
+        return _own_unigram_matches(pairs)
+    ordered = _numbered_tokens(pairs).select(key=layout.key()).collect()["key"].sort()
     lo = pl.col("key").cast(pl.UInt64, wrap_numerical=True)
     halves = ordered.to_frame().lazy().select(
         hi=(pl.col("key") // 2**64).cast(pl.UInt64), lo=lo,
         o=(lo % 2 == 0).cum_sum().cast(pl.Int64), r=(lo % 2).cum_sum().cast(pl.Int64))
     return pl.concat([_order_matches(halves, layout, n) for n in range(1, layout.max_n + 1)])
+
+
+def _own_unigram_matches(pairs: pl.LazyFrame) -> pl.LazyFrame:
+    """(pair, n, m) of order 1: one group-by on (pair, token hash) counts each token's
+    positions on both sides (all, and the reference's r); min(all - r, r) clipped matches."""
+    sides = pl.concat([pairs.select("pair", side=pl.lit(side, pl.UInt32),
+                                    h=pl.col(column).list.eval(pl.element().hash(17)))
+                       for side, column in ((0, "ctok"), (1, "tok"))])
+    counted = (sides.explode("h").drop_nulls("h").group_by("pair", "h")
+               .agg(r=pl.col("side").sum(), c=pl.len() - pl.col("side").sum()))
+    return (counted.filter(pl.col("r") > 0, pl.col("c") > 0).group_by("pair")
+            .agg(m=pl.min_horizontal("c", "r").sum().cast(pl.Int64))
+            .with_columns(n=pl.lit(1, pl.Int8)))
 
 
 def _order_matches(halves: pl.LazyFrame, layout: _Layout, n: int) -> pl.LazyFrame:
@@ -202,17 +217,25 @@ def _pair_scores(scorer: Scorer, tokenize: Callable[[pl.Expr], pl.Expr]):
     def distinct(pairs: pl.Series) -> pl.DataFrame:
         uniq = pairs.struct.unnest().with_row_index("id")
         cand = uniq.lazy().select("id", tok=tokenize(pl.col("a")))
-        refs = (uniq.lazy().select("id", pl.col("b").alias("r")).explode("r")
-                .with_columns(ref=pl.int_range(pl.len()).over("id")))
-        texts = (refs.select("r").unique().with_row_index("rid")
-                 .with_columns(tok=tokenize(pl.col("r"))))
-        refs = refs.join(texts, on="r", how="left", nulls_equal=True).select("id", "ref", "rid",
-                                                                              "tok")
-        scores = scorer(cand, refs).collect()
+        refs = uniq.select("id", r="b", ref=pl.int_ranges(pl.col("b").list.len())).explode(
+            "r", "ref").with_columns(rid=pl.col("r").hash())
+        scores = scorer(cand, _tokenized(refs, tokenize)).collect()
         return uniq.select("id").join(scores, on="id", how="left", maintain_order="left"
                                       ).select(pl.col("score").cast(pl.Float64))
 
     return lambda pairs: per_distinct(pairs, distinct)["score"]
+
+
+def _tokenized(refs: pl.DataFrame, tokenize: Callable[[pl.Expr], pl.Expr]) -> pl.LazyFrame:
+    """(id, ref, rid, tok): each reference text `r` tokenised once. `rid` is the text's
+    64-bit hash (as `per_distinct` de-duplicates: a collision needs ~4e9 distinct texts in
+    one batch to be likely); where every text is distinct, each is tokenised in place."""
+    first = refs["rid"].is_first_distinct()
+    if first.all():
+        return refs.lazy().select("id", "ref", "rid", tok=tokenize(pl.col("r")))
+    texts = refs.lazy().filter(first).select("rid", tok=tokenize(pl.col("r")))
+    return refs.lazy().select("id", "ref", "rid").join(texts, on="rid", how="left",
+                                                        maintain_order="left")
 
 
 def _score(ctx: Ctx, scorer: Scorer, tokenize) -> pl.Expr:

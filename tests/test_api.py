@@ -64,3 +64,22 @@ def test_run_and_results_read_a_run_alike(tmp_path, asserts, outputs, order):
     rows = run.assertion_results.filter(pl.col("case_id") == 0)
     assert rows.select("assertion_index", "parent_index", "type").rows() == order
     assert res.results().equals(run.assertion_results)
+
+
+def test_batches_are_written_under_a_small_buffer_and_the_run_ends_under_the_usual_one(
+        tmp_path):
+    """A file database keeps at most WRITE_BUFFER of written blocks while batches go in (so
+    a 10M-case run peaks where a 1M one does), and MEMORY_LIMIT after: a run's end sums
+    every case. An in-memory database holds its data in that memory: it keeps the limit."""
+    from checkllm_batch.store import results as store
+
+    def limit(con) -> str:
+        return con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+    for path, inside in ((tmp_path / "r.duckdb", "122.0 MiB"), (":memory:", "488.2 MiB")):
+        con = store.connect(path)
+        assert limit(con) == "488.2 MiB"
+        with store.writing(con):
+            assert limit(con) == inside
+        assert limit(con) == "488.2 MiB"
+        con.close()

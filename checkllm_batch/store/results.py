@@ -32,6 +32,11 @@ TEST_COLUMNS = ["case_id", "status", "pass", "score", "reason"]
 
 
 MEMORY_LIMIT = "512MB"
+# While a run's batches are written to a file: what a 1M-case run writes lean (its text left
+# in the source file) fits, so a 10M-case run peaks where a 1M one does (at 512 MB the
+# buffer filled until ~3.5M cases: 1M 1.44 GiB, 3M 1.70, 10M 1.76). A run's end (metrics,
+# the summary over every case) gets MEMORY_LIMIT back: at 128 MB a 10M-case summary failed.
+WRITE_BUFFER = "128MB"
 
 
 def connect(path: str | Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
@@ -173,6 +178,20 @@ def resume_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite,
                     "host = ?, pid = ? WHERE run_id = ?",
                     [socket.gethostname(), os.getpid(), run_id])
     return int(committed)
+
+
+@contextlib.contextmanager
+def writing(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """While a run's batches are written: a file database's buffer at WRITE_BUFFER (its
+    written blocks are on disk), MEMORY_LIMIT again after (an in-memory one keeps it)."""
+    on_disk = con.execute("SELECT path IS NOT NULL FROM duckdb_databases() "
+                          "WHERE database_name = current_database()").fetchall()[0][0]
+    if on_disk:
+        con.execute(f"SET memory_limit = '{WRITE_BUFFER}'")
+    try:
+        yield
+    finally:
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
 
 
 @contextlib.contextmanager

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -140,24 +139,8 @@ def text(value: Any, rows: pl.DataFrame | None = None) -> pl.Expr:
 
 def _self_referencing(rows: pl.DataFrame, names: list[str]) -> bool:
     """Some var used holds a `{{...}}` of its own: promptfoo resolves it from the other vars."""
-    return any(var_column(n) in rows.columns and _holds_tag(rows, var_column(n)) for n in names)
-
-
-# the last batch scanned, by identity (a weak reference: never a freed frame's id reused),
-# and its var columns' answers: every templated value of a batch asks about the same columns
-_scanned: tuple[Callable[[], pl.DataFrame | None], dict[str, bool]] = (lambda: None, {})
-
-
-def _holds_tag(rows: pl.DataFrame, column: str) -> bool:
-    """Some row of the column holds `{{`: scanned once per batch frame and column."""
-    global _scanned
-    frame, answers = _scanned
-    if frame() is not rows:
-        answers = {}
-        _scanned = (weakref.ref(rows), answers)
-    if column not in answers:
-        answers[column] = bool(rows[column].str.contains("{{", literal=True).any())
-    return answers[column]
+    return any(var_column(n) in rows.columns
+               and rows[var_column(n)].str.contains("{{", literal=True).any() for n in names)
 
 
 def over_vars(render_one: Callable[[dict[str, Any]], str]) -> pl.Expr:

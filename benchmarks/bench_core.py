@@ -167,10 +167,8 @@ def stages(suite_path: Path, data: Path, batch_rows: int, db: Path
             break
         if builder is None:  # the text stays in the file, as in the CLI's run
             builder = CaseBuilder(plan, batch.schema, str(data))
-            text = not cases_store.referable(str(data), builder.row_vars)
-            if not text:
-                cases_store.reference(con, run_id, str(data), builder.row_vars,
-                                      builder.vars_heads())
+            text = not cases_store.leave_in_file(con, run_id, str(data), builder.row_vars,
+                                                 builder.vars_heads())
         cases = _timed(took, "build cases", lambda: builder.build(batch, done))
         results, tests = _timed(took, "evaluate (the suite)", lambda: evaluate_batch(plan, cases))
         counts["evaluate (the suite)"] += results.height

@@ -197,16 +197,12 @@ def _keeps_text(con, run_id: str, resume: str | None, copy: bool, outputs: Outpu
                 builder: CaseBuilder) -> bool:
     """Whether the run copies its cases' text, or reads it from its Parquet file: a new run
     as asked and as the file allows, a resumed one as it began (its file's record renewed)."""
-    source = str(outputs) if isinstance(outputs, (str, Path)) else None
     if resume:
-        referenced = con.execute("SELECT 1 FROM case_sources WHERE run_id = ?",
-                                 [run_id]).fetchall()
-        if not referenced or source is None:
-            return True
-    elif copy or source is None or not cases_store.referable(source, builder.row_vars):
-        return True
-    cases_store.reference(con, run_id, source, builder.row_vars, builder.vars_heads())
-    return False
+        copy = not con.execute("SELECT 1 FROM case_sources WHERE run_id = ?",
+                               [run_id]).fetchall()
+    source = str(outputs) if isinstance(outputs, (str, Path)) else None
+    return copy or not cases_store.leave_in_file(con, run_id, source, builder.row_vars,
+                                                 builder.vars_heads())
 
 
 def _fingerprint(identity: str | pa.Table | None, config: dict[str, Any]) -> str | None:

@@ -42,6 +42,15 @@ def referable(source: str, var_names: Sequence[str]) -> bool:
             and all(n in fields and any(ok(fields[n]) for ok in _PLAIN) for n in var_names))
 
 
+def leave_in_file(con: duckdb.DuckDBPyConnection, run_id: str, source: str | None,
+                  var_names: Sequence[str], vars_heads: Sequence[str | None]) -> bool:
+    """Whether `run_id`'s cases read their text from `source` (recorded if so)."""
+    if source is None or not referable(source, var_names):
+        return False
+    reference(con, run_id, source, var_names, vars_heads)
+    return True
+
+
 def reference(con: duckdb.DuckDBPyConnection, run_id: str, source: str,
               var_names: Sequence[str], vars_heads: Sequence[str | None]) -> None:
     """Record that `run_id`'s cases read their text from `source`, and re-create `cases`."""
@@ -82,23 +91,24 @@ def cases_sql(con: duckdb.DuckDBPyConnection) -> str:
                           ).fetchall() if _has_sources(con) else []
     if not sources:
         return "SELECT * FROM case_rows"
-    runs = ", ".join(_quoted(run) for run, _, _ in sources)
+    runs = ", ".join(sql_string(run) for run, _, _ in sources)
     branches = [f"SELECT * FROM case_rows WHERE run_id NOT IN ({runs})"]
     branches += [_branch(run, path, names) for run, path, names in sources]
     return "\nUNION ALL\n".join(branches)
 
 
 def _branch(run_id: str, path: str, var_names: list[str]) -> str:
-    """The run's stored rows with their text from the file (a row the file no longer has
-    keeps its case, text null)."""
-    pairs = ", ".join(f"{_quoted(n)}, s.{_identifier(n)}" for n in var_names)
+    """The run's stored rows with their text from the file where none is stored (a row the
+    file no longer has keeps its case, text null)."""
+    pairs = ", ".join(f"{sql_string(n)}, s.{_identifier(n)}" for n in var_names)
     row_vars = f"(json_object({pairs})::VARCHAR)[2:]" if var_names else "'}'"
-    return f"""SELECT r.* REPLACE ((k.vars_heads[r.test_index + 1] || {row_vars})::JSON AS vars,
-                       s.output AS output)
+    return f"""SELECT r.* REPLACE (
+        COALESCE(r.vars, (k.vars_heads[r.test_index + 1] || {row_vars})::JSON) AS vars,
+        COALESCE(r.output, s.output) AS output)
     FROM case_rows r JOIN case_sources k ON k.run_id = r.run_id
-    LEFT JOIN read_parquet({_quoted(path)}, file_row_number = true) s
+    LEFT JOIN read_parquet({sql_string(path)}, file_row_number = true) s
       ON s.file_row_number = r.case_id
-    WHERE r.run_id = {_quoted(run_id)}"""
+    WHERE r.run_id = {sql_string(run_id)}"""
 
 
 def _has_sources(con: duckdb.DuckDBPyConnection) -> bool:
@@ -107,7 +117,8 @@ def _has_sources(con: duckdb.DuckDBPyConnection) -> bool:
                             "AND database_name = current_database()").fetchall())
 
 
-def _quoted(text: str) -> str:
+def sql_string(text: str) -> str:
+    """`text` as an SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
-from .cases import create_cases_view
+from .cases import create_cases_view, sql_string
 
 TABLES = {
     "runs": "one row per evaluation run: status, suite, outputs, config, case count",
@@ -188,10 +188,6 @@ MACROS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def judge_costs_sql(con: duckdb.DuckDBPyConnection) -> str:
     """The judge_costs query for the judge_calls columns present (none: an empty view)."""
     columns = {r[0] for r in con.sql(
@@ -223,15 +219,15 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         create_cases_view(con)
     for name, comment in TABLES.items():
         if name in tables:
-            con.execute(f"COMMENT ON TABLE {name} IS {_sql_string(comment)}")
+            con.execute(f"COMMENT ON TABLE {name} IS {sql_string(comment)}")
     for name, (comment, query) in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query.replace('case_rows', stored)}")
-        con.execute(f"COMMENT ON VIEW {name} IS {_sql_string(comment)}")
+        con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")
     con.execute(f"CREATE OR REPLACE VIEW judge_costs AS {judge_costs_sql(con)}")
-    con.execute(f"COMMENT ON VIEW judge_costs IS {_sql_string(_JUDGE_COMMENT)}")
+    con.execute(f"COMMENT ON VIEW judge_costs IS {sql_string(_JUDGE_COMMENT)}")
     for name, (params, comment, query) in MACROS.items():
         con.execute(f"CREATE OR REPLACE MACRO {name}({params}) AS TABLE {query}")
-        con.execute(f"COMMENT ON MACRO TABLE {name} IS {_sql_string(comment)}")
+        con.execute(f"COMMENT ON MACRO TABLE {name} IS {sql_string(comment)}")
 
 
 def catalog(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:

@@ -8,6 +8,7 @@
     res.pass_rates(), res.failures(), res.classification("label").summary
 """
 
+from . import _memory  # noqa: F401  (first: before Polars loads)
 from . import assertions as _assertions  # noqa: F401  (registers every assertion type)
 from .analysis import Results
 from .api import Run, evaluate, get_run, open_results, write

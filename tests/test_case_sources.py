@@ -117,6 +117,7 @@ def test_a_changed_or_missing_file_is_reported_by_name(tmp_path):
         results.query("SELECT output FROM cases")
     # the facts do not need the file
     assert results.query("SELECT sum(cases) AS n FROM pass_rates")["n"].to_list() == [16]
+    assert results.run(ref).summary()["cases"].sum() == 8
 
 
 def test_write_copies_the_text_into_the_other_database(tmp_path):

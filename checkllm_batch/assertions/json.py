@@ -106,6 +106,7 @@ def _contained(text: str | None, validate: Validator | None) -> Outcome:
 
 def _json_verdict(ctx: Ctx, check, what: str, candidate: pl.Expr, otherwise: str) -> Verdict:
     """`check` over the distinct candidate outputs; the rest fail vectorised with `otherwise`."""
+    candidate = ctx.once(candidate)
     verdict = ctx.checked(check, lambda validate: what + (" matching the schema" if validate
                                                           else ""), where=candidate)
     return Verdict(pl.when(candidate).then(verdict.passed).otherwise(False), verdict.expect,

@@ -10,17 +10,25 @@ import re
 from typing import Any, Callable
 
 import jsonschema_rs
+import orjson
 import polars as pl
 import yaml
 
 from ..spec.jsvalue import as_double
 from ._support.distinct import Outcome
 from ._support.jsonformats import AJV_DIALECTS, AJV_FORMATS, AJV_KEYWORDS, ajv_spelled
-from ._support.jsontext import extract_json_objects, js_json_loads, js_yaml_loads
+from ._support.jsontext import (
+    MAX_SPAN,
+    MAX_YAML_DEPTH,
+    extract_json_objects,
+    js_json_loads,
+    js_yaml_loads,
+)
 from .registry import CsvValue, Ctx, Kind, Value, Verdict, assertion, promptkit_names
 
-# (instance, the text it was parsed from) -> None when the instance conforms, else the error
-Validator = Callable[[Any, str | None], str | None]
+# (instance, whether it may hold what JavaScript reads differently: _not_python of its text)
+# -> None when the instance conforms, else the error
+Validator = Callable[[Any, bool], str | None]
 
 
 def compile_schema(value: Any, spec: Any = None) -> Validator | None:
@@ -48,9 +56,9 @@ def compile_schema(value: Any, spec: Any = None) -> Validator | None:
     except (jsonschema_rs.ValidationError, ValueError) as e:
         raise ValueError(f"invalid JSON Schema: {str(e).splitlines()[0]}") from None
 
-    def check(instance: Any, source: str | None = None) -> str | None:
+    def check(instance: Any, javascript: bool = True) -> str | None:
         try:
-            if source is None or _not_python(source):
+            if javascript:
                 instance = _as_javascript(instance)
             return _first_error(validator, instance)
         except Exception as e:  # a value the validator cannot take (inf)
@@ -88,7 +96,7 @@ def _parsed(text: str | None, validate: Validator | None) -> Outcome:
         parsed = js_json_loads(text)
     except ValueError as e:
         return False, f"invalid JSON: {e}"
-    problem = validate(parsed, text) if validate else None
+    problem = validate(parsed, _not_python(text)) if validate else None
     return problem is None, problem
 
 
@@ -98,18 +106,44 @@ def _contained(text: str | None, validate: Validator | None) -> Outcome:
         return False, "no JSON object found"
     if validate is None:
         return True, None
-    problems = [validate(obj, text) for obj in found]
+    javascript = _not_python(text or "")
+    problems = [validate(obj, javascript) for obj in found]
     if None in problems:
         return True, None
     return False, problems[0]
 
 
-def _json_verdict(ctx: Ctx, check, what: str, candidate: pl.Expr, otherwise: str) -> Verdict:
-    """`check` over the distinct candidate outputs; the rest fail vectorised with `otherwise`."""
-    verdict = ctx.checked(check, lambda validate: what + (" matching the schema" if validate
-                                                          else ""), where=candidate)
-    return Verdict(pl.when(candidate).then(verdict.passed).otherwise(False), verdict.expect,
-                   detail=pl.when(candidate).then(verdict.detail).otherwise(pl.lit(otherwise)))
+def _one_object(text: str | None, validate: Validator | None) -> Outcome:
+    """_contained for an output with one "{", fewer "[" than js-yaml's depth limit and nothing
+    JavaScript reads differently (contains_json picks them in Polars): its brace-balanced span
+    runs from the "{" to the next "}" and, when strict JSON, is the one object found."""
+    if text is None:  # a row outside `where`: _json_verdict decides it vectorised
+        return None, None
+    start = text.find("{")
+    end = text.find("}", start, start + MAX_SPAN) + 1
+    try:
+        found = orjson.loads(text[start:end]) if end else None
+    except orjson.JSONDecodeError:
+        found = None
+    if not isinstance(found, dict):
+        return _contained(text, validate)
+    problem = validate(found, False) if validate else None
+    return problem is None, problem
+
+
+def _json_verdict(ctx: Ctx, checks: list[tuple[Callable[[Any, Any], Outcome], pl.Expr]],
+                  what: str, otherwise: str) -> Verdict:
+    """Each (check, rows) over the distinct outputs of its rows, a row going to the first that
+    takes it; the rows none takes fail vectorised with `otherwise`."""
+    passed, detail, taken = pl.lit(False), pl.lit(otherwise), pl.lit(False)
+    for check, rows in checks:
+        rows = ctx.once(rows & ~taken)
+        verdict = ctx.checked(check, lambda validate: what + (" matching the schema" if validate
+                                                              else ""), where=rows)
+        passed = pl.when(rows).then(verdict.passed).otherwise(passed)
+        detail = pl.when(rows).then(verdict.detail).otherwise(detail)
+        taken = taken | rows
+    return Verdict(passed, verdict.expect, detail=detail)
 
 
 JSON_CHECK: dict[str, Any] = {"kind": Kind.DISTINCT, "value": Value.OPTIONAL, "json_ok": True,
@@ -119,22 +153,29 @@ JSON_CHECK: dict[str, Any] = {"kind": Kind.DISTINCT, "value": Value.OPTIONAL, "j
 @assertion("is-json", **JSON_CHECK)
 def is_json(ctx: Ctx) -> Verdict:
     """The whole output is valid JSON (strict), conforming to the schema if one is given."""
-    return _json_verdict(ctx, _parsed, "be valid JSON",
-                         ctx.output.str.contains(r"^[ \t\n\r]*[\[{\"\-0-9tfn]"),
+    candidate = ctx.output.str.contains(r"^[ \t\n\r]*[\[{\"\-0-9tfn]")
+    return _json_verdict(ctx, [(_parsed, candidate)], "be valid JSON",
                          "invalid JSON: does not start like a JSON value")
 
 
 @assertion("contains-json", **JSON_CHECK)
 def contains_json(ctx: Ctx) -> Verdict:
     """The output contains a JSON object, conforming to the schema if one is given."""
-    return _json_verdict(ctx, _contained, "contain a JSON object",
-                         ctx.output.str.contains("{", literal=True), "no JSON object found")
+    out = ctx.output
+    one_object = ((out.str.count_matches("{", literal=True) == 1)
+                  & (out.str.count_matches("[", literal=True) < MAX_YAML_DEPTH)
+                  & ~out.str.contains(_NOT_PYTHON))
+    return _json_verdict(ctx, [(_one_object, one_object),
+                               (_contained, out.str.contains("{", literal=True))],
+                         "contain a JSON object", "no JSON object found")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # what a parsed value needs _as_javascript for: a lone surrogate (only ever from an escape,
 # JSON's \uD800 or YAML's) or an integer of 16 digits or more
 _SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
+# _not_python as a Polars regex, over a whole batch
+_NOT_PYTHON = f"[0-9]{{16}}|{_SURROGATE_ESCAPE.pattern}"
 _DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))  # a digit "0", the rest " "
 
 

@@ -62,11 +62,10 @@ def _with_slots(results: pl.DataFrame, slots: pl.DataFrame) -> pl.DataFrame:
     gathered only when some row has not exactly one slot."""
     keys = ["test_index", "key"]
     at = (results.select(keys).with_row_index("row")
-          .join(slots.select(keys).with_row_index("slot"), on=keys, how="inner",
-                maintain_order="left"))
+          .join(slots, on=keys, how="inner", maintain_order="left"))
     if at.height != results.height or at["row"].n_unique() != at.height:
         results = results[at["row"]]
-    return results.hstack(slots.drop(keys).gather(at["slot"]).get_columns())
+    return results.hstack(at.drop("row", *keys).get_columns())
 
 
 @dataclass(frozen=True)

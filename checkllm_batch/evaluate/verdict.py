@@ -28,24 +28,27 @@ def in_order(x: pl.Expr) -> pl.Expr:
     return x.fill_null(0.0).implode().list.sum()
 
 
-def aggregate(rows: pl.DataFrame, by: list[str], order: pl.DataFrame) -> pl.DataFrame:
+def aggregate(rows: pl.LazyFrame, by: list[str], order: pl.DataFrame) -> pl.LazyFrame:
     """Per group `by` of result rows (with test_index), added in the plan's `order`: errors,
-    all_pass, score, first_error, last_fail."""
+    all_pass, score, first_error, last_fail; groups in no particular order. Lazy: the caller
+    collects it with what it joins it to, and only the columns read here are sorted."""
     scoring = ~pl.col("metric_only")
     weight = pl.when(scoring).then(pl.col("weight")).otherwise(0.0)
-    status, reason = pl.col("status"), pl.col("reason")
+    status, reason, total = pl.col("status"), pl.col("reason"), pl.col("total")
     keys = ["test_index", "parent_index", "assertion_index"]
     # a group keeps its rows' order: sorted on `order` alone, each group's rows are in order
     # (one sort of a small integer, not of (group, order) rows encoded together)
     return (rows.with_columns(pl.col("parent_index").fill_null(-1))
-            .join(order, on=keys, how="left").sort("order", maintain_order=True)
+            .join(order.lazy(), on=keys, how="left").sort("order", maintain_order=True)
             .group_by(by).agg(
                 errors=(status == "error").sum(),
                 all_pass=((status == "pass") | ~scoring).all(),
-                score=pl.when(in_order(weight) > 0)
-                .then(in_order(pl.col("score") * weight) / in_order(weight)).otherwise(0.0),
+                total=in_order(weight), weighted=in_order(pl.col("score") * weight),
                 first_error=reason.filter(status == "error").first(),
-                last_fail=reason.filter((status == "fail") & scoring).last()).sort(by))
+                last_fail=reason.filter((status == "fail") & scoring).last())
+            .select(*by, "errors", "all_pass",
+                    score=pl.when(total > 0).then(pl.col("weighted") / total).otherwise(0.0),
+                    first_error="first_error", last_fail="last_fail"))
 
 
 def verdict(score: pl.Expr) -> dict[str, pl.Expr]:

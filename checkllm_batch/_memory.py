@@ -5,13 +5,15 @@ peak RSS +250 MiB (benchmarks/README.md). An idle process still returns them aft
 seconds.
 
 jemalloc reads the setting once, when Polars loads: this module is imported before Polars
-is, and leaves alone a process that loaded Polars first or set the variable itself."""
+is. It leaves alone a process that loaded Polars first and a setting of the user's own; the
+one a parent process's Polars exported (its defaults) is not the user's."""
 
 import os
 import sys
 
 SETTING = "_RJEM_MALLOC_CONF"  # Polars' prefixed name for jemalloc's MALLOC_CONF
+POLARS_DEFAULT = "dirty_decay_ms:500,muzzy_decay_ms:1000"  # what `import polars` exports
 KEEP_FREED_PAGES = "dirty_decay_ms:10000,muzzy_decay_ms:10000"
 
-if "polars" not in sys.modules:
-    os.environ.setdefault(SETTING, KEEP_FREED_PAGES)
+if "polars" not in sys.modules and os.environ.get(SETTING, POLARS_DEFAULT) == POLARS_DEFAULT:
+    os.environ[SETTING] = KEEP_FREED_PAGES

@@ -95,21 +95,20 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     out = con.cursor()  # the writer's own connection: its transactions are its own
     pending: Future | None = None
     try:
-        with store.writing(con):
-            for batch in skip_rows(itertools.chain([first], batches), done):
-                if batch.schema != first.schema:
-                    builder, first = CaseBuilder(plan, batch.schema, source), batch
-                cases = builder.build(batch, done)
-                results, tests = evaluate_batch(plan, cases, judge=hook)
-                if pending is not None:
-                    pending.result()
-                pending = writer.submit(store.append, out, run_id, cases, results, tests,
-                                        hashed.result, text=text)
-                done += batch.num_rows
-                bar.update(tests, batch.num_rows)
-            writer.shutdown(wait=True)
+        for batch in skip_rows(itertools.chain([first], batches), done):
+            if batch.schema != first.schema:
+                builder, first = CaseBuilder(plan, batch.schema, source), batch
+            cases = builder.build(batch, done)
+            results, tests = evaluate_batch(plan, cases, judge=hook)
             if pending is not None:
                 pending.result()
+            pending = writer.submit(store.append, out, run_id, cases, results, tests,
+                                    hashed.result, text=text)
+            done += batch.num_rows
+            bar.update(tests, batch.num_rows)
+        writer.shutdown(wait=True)
+        if pending is not None:
+            pending.result()
         with store.transaction(con):  # judged across cases, metrics, `finished`: all or none
             finish_across(con, run_id, plan, hook)
             named.compute(con, run_id, suite)

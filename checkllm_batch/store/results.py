@@ -32,11 +32,14 @@ TEST_COLUMNS = ["case_id", "status", "pass", "score", "reason"]
 
 
 MEMORY_LIMIT = "512MB"
-# While a run's batches are written to a file: what a 1M-case run writes lean (its text left
-# in the source file) fits, so a 10M-case run peaks where a 1M one does (at 512 MB the
-# buffer filled until ~3.5M cases: 1M 1.44 GiB, 3M 1.70, 10M 1.76). A run's end (metrics,
-# the summary over every case) gets MEMORY_LIMIT back: at 128 MB a 10M-case summary failed.
-WRITE_BUFFER = "128MB"
+# Written blocks a file database keeps in memory while a run's batches go in, before they are
+# let go at once (`_let_go`): about what a 1M-case run writes lean (its text left in the
+# source file), so a 10M-case run peaks where a 1M one does. Not a lower memory_limit: under
+# one, DuckDB 2.0 hands freed memory back to the system (a purge of its allocator and
+# malloc_trim of the whole process) whenever the buffer is full, every ~100 ms of a run, and
+# the next batch faults it all in again: a 1M-case run took 1.13M page faults and 3.0 s of
+# system time under 128 MB, against 0.53M and 1.8 s with the blocks let go once.
+WRITE_BUFFER = 128 * 2**20
 
 
 def connect(path: str | Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
@@ -50,9 +53,8 @@ def connect(path: str | Path, *, create: bool = True) -> duckdb.DuckDBPyConnecti
         raise InputError(f"{path}: results database not found")
     con = _open(path, read_only=not create and not memory)
     if create or memory:
-        # A bounded buffer: written blocks go to disk instead of piling up in memory. 512 MB
-        # is full within the first million cases, so a 10M-case run peaks where a 1M one does
-        # (2.30 vs 2.35 GiB measured; with 1 GB: 2.76 vs 2.37); queries beyond it spill.
+        # A bounded buffer: queries beyond it spill to disk (a run's written blocks are let
+        # go long before it fills: see WRITE_BUFFER)
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         migrate(con)
         _mark_abandoned(con)
@@ -181,20 +183,6 @@ def resume_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite,
 
 
 @contextlib.contextmanager
-def writing(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """While a run's batches are written: a file database's buffer at WRITE_BUFFER (its
-    written blocks are on disk), MEMORY_LIMIT again after (an in-memory one keeps it)."""
-    on_disk = con.execute("SELECT path IS NOT NULL FROM duckdb_databases() "
-                          "WHERE database_name = current_database()").fetchall()[0][0]
-    if on_disk:
-        con.execute(f"SET memory_limit = '{WRITE_BUFFER}'")
-    try:
-        yield
-    finally:
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-
-
-@contextlib.contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """All of the block's writes, or none of them."""
     con.execute("BEGIN")
@@ -230,6 +218,23 @@ def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
                     {"run": run_id, "first": first, "rows": cases.height})
         con.execute("UPDATE runs SET outputs_hash = $hash WHERE run_id = $run "
                     "AND outputs_hash IS NULL", {"run": run_id, "hash": outputs_hash()})
+    _let_go(con)
+
+
+def _let_go(con: duckdb.DuckDBPyConnection) -> None:
+    """A file database lets its written blocks go from memory once they pass WRITE_BUFFER
+    (they are on disk): the limit lowered for a moment evicts them, in one flush of the
+    allocator. (An in-memory database's blocks are its data, tagged IN_MEMORY_TABLE: they
+    stay.)"""
+    held = con.execute("SELECT COALESCE(SUM(memory_usage_bytes), 0) FROM duckdb_memory() "
+                       "WHERE tag = 'BASE_TABLE'").fetchall()[0][0]
+    if held > WRITE_BUFFER:
+        try:  # down to a quarter of it, then the usual limit again
+            con.execute(f"SET memory_limit = '{WRITE_BUFFER // 4 // 1024}KiB'")
+        except duckdb.OutOfMemoryException:
+            pass  # what is pinned now does not fit: the blocks go at a later batch
+        finally:
+            con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
 
 
 def finish_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:

@@ -103,6 +103,24 @@ def test_a_file_database_lets_written_blocks_go_past_the_write_buffer(tmp_path, 
             assert len(written) == 6 and max(written) <= 8 * 2**20 and written[3] < written[2]
 
 
+def test_letting_blocks_go_gives_way_to_pinned_memory(tmp_path, monkeypatch):
+    """When what is pinned (another cursor's open transaction) does not fit under the lowered
+    limit, the blocks stay for a later batch: the writer goes on under the usual limit."""
+    from checkllm_batch.store import results as store
+
+    con = store.connect(tmp_path / "r.duckdb")
+    con.execute("CREATE TABLE t AS SELECT range AS a, repeat('x', 50) AS s FROM range(300000)")
+    other = con.cursor()
+    other.execute("BEGIN")
+    other.execute("INSERT INTO t SELECT range, 'y' FROM range(1000000)")
+    monkeypatch.setattr(store, "WRITE_BUFFER", 4096)  # the floor: 1 KiB
+    store._let_go(con)
+    assert con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == "488.2 MiB"
+    other.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM t").fetchall()[0][0] == 1_300_000
+    con.close()
+
+
 KEEP = "dirty_decay_ms:500,muzzy_decay_ms:1000,dirty_decay_ms:10000,muzzy_decay_ms:10000"
 
 

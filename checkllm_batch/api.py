@@ -80,6 +80,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     if first is None:
         raise InputError(f"{source}: no rows")
     builder = CaseBuilder(plan, first.schema, source)
+    batches = itertools.chain([first], batches)
+    del first  # not held for the whole run: the builder keeps its schema
     con = store.connect(db)
     # One writer thread: DuckDB stores batch k while Polars evaluates batch k + 1; the
     # outputs' content hash is computed beside them and recorded with the first batch.
@@ -95,9 +97,9 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     out = con.cursor()  # the writer's own connection: its transactions are its own
     pending: Future | None = None
     try:
-        for batch in skip_rows(itertools.chain([first], batches), done):
-            if batch.schema != first.schema:
-                builder, first = CaseBuilder(plan, batch.schema, source), batch
+        for batch in skip_rows(batches, done):
+            if batch.schema != builder.schema:
+                builder = CaseBuilder(plan, batch.schema, source)
             cases = builder.build(batch, done)
             results, tests = evaluate_batch(plan, cases, judge=hook)
             if pending is not None:

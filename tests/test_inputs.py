@@ -322,3 +322,31 @@ def test_an_empty_batch_is_no_batch():
     empty = pa.record_batch({"output": pa.array([], pa.string())})
     one = pa.record_batch({"output": ["a"]})
     assert [b.num_rows for b in rechunk([empty, one, empty], 10)] == [1]
+
+
+def test_the_reader_runs_one_batch_ahead_and_no_more():
+    """While the caller works on a batch, the read-ahead thread decodes the next one and
+    waits there: each batch held ahead is up to ~64 MiB of a run's memory. Its errors reach
+    the caller in order, after the batches read before them."""
+    import time
+
+    from checkllm_batch.load.outputs import read_ahead
+
+    pulled: list[int] = []
+
+    def source():
+        for i in range(4):
+            pulled.append(i)
+            yield i
+        raise OSError("damaged after four batches")
+
+    batches = read_ahead(source())
+    assert next(batches) == 0
+    deadline = time.monotonic() + 30
+    while len(pulled) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # time enough to read further, were it allowed to
+    assert pulled == [0, 1]
+    assert [next(batches) for _ in range(3)] == [1, 2, 3]
+    with pytest.raises(OSError, match="damaged after four batches"):
+        next(batches)

@@ -41,7 +41,7 @@ class CaseBuilder:
     """Built once from the first batch's schema; turns every batch into a cases frame."""
 
     def __init__(self, plan: Plan, schema: pa.Schema, source: str):
-        self.plan, self.suite, self.source = plan, plan.suite, source
+        self.plan, self.suite, self.source, self.schema = plan, plan.suite, source, schema
         names = set(schema.names)
         if "output" not in names:
             guess = did_you_mean("output", names)

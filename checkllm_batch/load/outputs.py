@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from queue import Queue
-from threading import Thread
+from threading import Semaphore, Thread
 from typing import Iterable, Iterator
 
 import duckdb
@@ -120,13 +120,16 @@ def row_count(source: str) -> int | None:
 
 def read_ahead(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Decode the next batch in a thread while the caller works on this one (Arrow's
-    readers release the GIL). At most one batch waits; reader errors surface in order."""
-    queue: Queue = Queue(maxsize=1)
+    readers release the GIL). One batch ahead, no more: the next read starts when the
+    caller takes the batch read before it (a bounded queue would let the reader hold one
+    more, ~64 MiB, while it waits to hand it over). Reader errors surface in order."""
+    queue: Queue = Queue()
+    taken = Semaphore(1)  # a read may start
     done = object()
 
     def produce() -> None:
         try:
-            for batch in batches:
+            while taken.acquire() and (batch := next(batches, done)) is not done:
                 queue.put(batch)
         except BaseException as e:  # handed to the consumer, raised there
             queue.put(e)
@@ -134,6 +137,7 @@ def read_ahead(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
     Thread(target=produce, daemon=True).start()
     while (item := queue.get()) is not done:
+        taken.release()
         if isinstance(item, BaseException):
             raise item
         yield item

@@ -108,6 +108,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
                                     hashed.result, text=text)
             done += batch.num_rows
             bar.update(tests, batch.num_rows)
+            del batch, cases, results, tests  # the writer's now: freed once it stores them
         writer.shutdown(wait=True)
         if pending is not None:
             pending.result()

@@ -70,6 +70,39 @@ def test_run_and_results_read_a_run_alike(tmp_path, asserts, outputs, order):
     assert res.results().equals(run.assertion_results)
 
 
+def test_a_stored_batch_is_let_go_while_the_next_is_evaluated(tmp_path, monkeypatch):
+    """Once the writer has stored batch k, nothing holds its cases, results and test results
+    while batch k + 1 is evaluated: at 64 MiB batches they are ~100 MB of a run's peak."""
+    import gc
+    import time
+    import weakref
+
+    from checkllm_batch import api
+
+    held: list[list[weakref.ref]] = []
+    real = api.evaluate_batch
+
+    def evaluate_batch(plan, cases, judge=None):
+        if held:  # the previous batch's frames: gone once the writer is done with them
+            deadline = time.monotonic() + 10
+            while any(r() is not None for r in held[-1]) and time.monotonic() < deadline:
+                gc.collect()
+                time.sleep(0.01)
+            assert [r() is None for r in held[-1]] == [True, True, True]
+        results, tests = real(plan, cases, judge=judge)
+        held.append([weakref.ref(cases), weakref.ref(results), weakref.ref(tests)])
+        return results, tests
+
+    monkeypatch.setattr(api, "evaluate_batch", evaluate_batch)
+    suite = write_suite(tmp_path, {"tests": [{"assert": [
+        {"type": "equals", "value": "{{expected}}"}, {"type": "contains", "value": "a"}]}]})
+    outputs = pl.DataFrame({"output": [f"a{i}" for i in range(3000)],
+                            "expected": [f"a{i % 7}" for i in range(3000)]})
+    run = cb.evaluate(suite, outputs, db=tmp_path / "r.duckdb", batch_rows=1000)
+    assert len(held) == 3
+    assert run.assertion_results.height == 6000
+
+
 def test_a_file_database_lets_written_blocks_go_past_the_write_buffer(tmp_path, monkeypatch):
     """While batches go in, a file database keeps at most WRITE_BUFFER of written blocks in
     memory (so a 10M-case run peaks where a 1M one does), under the usual memory limit (a

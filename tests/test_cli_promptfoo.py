@@ -156,6 +156,19 @@ def test_filter_sample_draws_distinct_rows(files):
     assert kept == [c for c in all_cases if c in kept]  # in their order
 
 
+def test_filter_sample_does_not_depend_on_the_batch_size(files, tmp_path):
+    """--batch-rows is a memory setting: the same seed draws the same sample at any size."""
+    suite, outs, _ = files
+    samples = []
+    for rows in (1, 2, 1000):
+        db = tmp_path / f"sample{rows}.duckdb"
+        result = invoke("eval", suite, "--outputs", outs, "--db", db, "--batch-rows", rows,
+                        "--filter-sample", 3)
+        assert result.exit_code in (0, 1), result.output
+        samples.append(cases(db))
+    assert samples[0] == samples[1] == samples[2]
+
+
 FILTER_ERRORS = [
     (["--filter-pattern", "("], "--filter-pattern '('"),
     (["--filter-pattern", "nothing-matches"], "keep no case"),

@@ -33,11 +33,16 @@ def apply(filters: Filters, suite: Suite, batches: Iterator[pa.RecordBatch]) -> 
     """The rows of `batches` that pass the filters, as one table (in their order)."""
     kept: list[pl.DataFrame] = []
     count, offset = 0, 0
+    # one key per row, drawn in the rows' order from one stream: the sample does not depend
+    # on how the rows are cut into batches (`--batch-rows`)
+    keys = np.random.default_rng(filters.seed)
     for batch in batches:
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
         frame = frame.with_row_index("__row", offset)
         offset += frame.height
+        if filters.sample is not None:
+            frame = frame.with_columns(__key=pl.Series(keys.random(frame.height)))
         if filters.pattern is not None:
             frame = frame.filter(_matches(frame, suite, filters.pattern))
         if filters.first_n is not None:
@@ -45,7 +50,7 @@ def apply(filters: Filters, suite: Suite, batches: Iterator[pa.RecordBatch]) -> 
         count += frame.height
         kept.append(frame)
         if filters.sample is not None:
-            kept = [_reservoir(kept, filters.sample, filters.seed + offset)]
+            kept = [pl.concat(kept, how="diagonal_relaxed").sort("__key").head(filters.sample)]
         if filters.first_n is not None and count >= filters.first_n:
             break
     rows = pl.concat(kept, how="diagonal_relaxed") if kept else pl.DataFrame()
@@ -75,13 +80,3 @@ def _matches(frame: pl.DataFrame, suite: Suite, pattern: str) -> pl.Series:
                             .fill_null(False)).to_series()
     except pl.exceptions.PolarsError as e:
         raise InputError(f"--filter-pattern {pattern!r}: {str(e).splitlines()[0]}") from None
-
-
-def _reservoir(frames: list[pl.DataFrame], size: int, seed: int) -> pl.DataFrame:
-    """`size` rows drawn uniformly from all rows seen: each row gets a random key once and
-    the smallest keys stay."""
-    frame = pl.concat(frames, how="diagonal_relaxed")
-    if "__key" not in frame.columns:
-        frame = frame.with_columns(__key=pl.lit(None, pl.Float64))
-    keys = pl.Series(np.random.default_rng(seed).random(frame.height))
-    return frame.with_columns(pl.col("__key").fill_null(keys)).sort("__key").head(size)

@@ -88,6 +88,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     writer = ThreadPoolExecutor(max_workers=1)
     hashed = writer.submit(_fingerprint, identity, config)
     if resume:
+        resume = store.run_to_resume(con, resume)
         run_id, done = resume, store.resume_run(con, resume, suite, hashed.result())
     else:
         run_id, done = store.start_run(con, suite, source, config), 0

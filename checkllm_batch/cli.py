@@ -68,8 +68,9 @@ def main() -> None:
               "judge_calls (earlier runs, or with --resume this one).")
 @click.option("--dry-run", is_flag=True, help="Print the judge calls planned, estimated tokens "
               "and cost; send nothing and write no run.")
-@click.option("--resume", "resume", metavar="RUN", help="Re-run an interrupted run in place: "
-              "judge calls already answered are not sent again.")
+@click.option("--resume", "resume", metavar="RUN", help="Re-run an interrupted run in place "
+              "(its id, a unique prefix, or 'last'): judge calls already answered are not "
+              "sent again.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
               show_default=True, help="local: this process; ray: Parquet fragments as tasks "
               "on a Ray cluster (RAY_ADDRESS, else a local one; docs/ray.md).")

@@ -200,6 +200,19 @@ def test_a_finished_run_or_other_inputs_are_not_resumed(tmp_path):
                                       "differs): resume it with the outputs it ran on, or "
                                       "leave out --resume to start a new run")
 
+    # named as every other command names a run: a unique prefix, or `last`
+    dataset().write_parquet(tmp_path / "o.parquet")
+    code, err = finish(start(tmp_path, None, "--resume", run[:2]))
+    assert (code, err.strip()) == (2, f"Error: run id prefix {run[:2]!r} matches 2 runs: give "
+                                      "more of it")
+    code, err = finish(start(tmp_path, None, "--resume", "nope"))
+    assert (code, err.strip()) == (2, "Error: no run 'nope' in the database to resume")
+    code, err = finish(start(tmp_path, None, "--resume", cut[:-3]))
+    assert code == 1, err
+    code, err = finish(start(tmp_path, None, "--resume", "last"))
+    assert (code, err.strip()) == (2, f"Error: run {cut} is finished: there is nothing to "
+                                      "resume (leave out --resume to start a new run)")
+
 
 def test_readers_share_the_database_and_a_writer_holding_it_is_one_line(tmp_path):
     """Readers open read-only: a notebook's Results and `checkllm-batch sql` at once, and

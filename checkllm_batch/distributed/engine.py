@@ -86,6 +86,7 @@ def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory
     if results is not None and "://" not in results:
         results = os.path.abspath(results)
     if resume:
+        resume = store.run_to_resume(con, resume) if con is not None else resume
         results = _resumable(con, resume, source)
     with _results_dir(results) as directory:
         manifest = _manifest(directory, suite, source, fragments, reuse=refs is None)

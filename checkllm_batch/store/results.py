@@ -146,6 +146,19 @@ def start_run(con: duckdb.DuckDBPyConnection, suite: Suite, outputs: str | None,
     return run_id
 
 
+def run_to_resume(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    """The id of the run `--resume NAME` names: its id, a unique prefix, or `last` (the run
+    started last, whatever its status)."""
+    rows = [r[0] for r in con.execute(
+        "SELECT run_id FROM runs WHERE starts_with(run_id, ?) OR ? = 'last' "
+        "ORDER BY started_at DESC", [name, name]).fetchall()]
+    if name in rows or (rows and (name == "last" or len(rows) == 1)):
+        return name if name in rows else rows[0]
+    if not rows:
+        raise InputError(f"no run {name!r} in the database to resume")
+    raise InputError(f"run id prefix {name!r} matches {len(rows)} runs: give more of it")
+
+
 def resume_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite,
                outputs_hash: str | None) -> int:
     """Take up an unfinished run of this suite and these outputs again: its committed

@@ -4,6 +4,7 @@ print one line, exit 2."""
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 import duckdb
@@ -11,6 +12,7 @@ import polars as pl
 
 from . import api
 from .analysis.commands import compare_command, export_command, report_command
+from .analysis.results import warn_changed_sources
 from .cli_eval import (
     check_output_flag,
     eval_on_ray,
@@ -26,6 +28,11 @@ from .cli_support import EXIT_FAILED, FORMATS, UserError, emit, show, show_relat
 @click.version_option(package_name="checkllm-batch")
 def main() -> None:
     """Score datasets of LLM outputs against promptfoo-style suites, into DuckDB."""
+    warnings.formatwarning = _one_line  # a warning is said to the user, not to a developer
+
+
+def _one_line(message, category, filename, lineno, line=None) -> str:
+    return f"Warning: {message}\n"
 
 
 @main.command("eval")
@@ -188,17 +195,20 @@ def _print_plan(stats, config) -> None:
 def metrics(db: str, run_id: str | None, fmt: str) -> None:
     """Print a run's pass rates, named metrics and derived metrics."""
     run = api.get_run(db, run_id)
+    partial = "" if run.status == "finished" else (
+        f" ({run.status}: partial results, no metrics; resume it with eval --resume "
+        f"{run.run_id})")
     if fmt != "table":
         from .analysis.results import Results
 
+        if partial:  # beside the rows a script reads: a partial run is said, not implied
+            click.echo(f"run {run.run_id}{partial}", err=True)
         emit({"run_id": run.run_id, "status": run.status, "summary": run.summary(),
               "named_metrics": run.named_metrics, "derived_metrics": run.derived_metrics},
              fmt, table=Results(run.con).metrics(run.run_id))
         return
-    status = run.status
     click.echo(f"run {run.run_id}" + (" (the last finished run)" if run_id is None else "")
-               + ("" if status == "finished" else f" ({status}: partial results, no metrics; "
-                  f"resume it with eval --resume {run.run_id})"))
+               + partial)
     show("SELECT * FROM summary", summary=run.summary())
     _print_metrics(run)
 
@@ -222,6 +232,7 @@ def sql(query: str | None, db: str, list_: bool, fmt: str, max_rows: int,
     Views such as pass_rates, failures and metric_summary, and macros such as
     classification_report('label'), answer the common questions: see --list."""
     con = api.open_results(db)
+    warn_changed_sources(con)
     if list_ or query is None:
         from .store.views import catalog
 

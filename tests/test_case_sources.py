@@ -4,7 +4,10 @@ back by row number, and gives what a run that copies them stores (store/cases.py
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -118,6 +121,32 @@ def test_a_changed_or_missing_file_is_reported_by_name(tmp_path):
     # the facts do not need the file
     assert results.query("SELECT sum(cases) AS n FROM pass_rates")["n"].to_list() == [16]
     assert results.run(ref).summary()["cases"].sum() == 8
+
+
+def test_the_commands_say_so_in_one_line(tmp_path):
+    """`sql` warns as the other readers do; `export` of a run whose file is gone is one error
+    line, and leaves no export half written."""
+    ref, _, db = run_twice(tmp_path, dataset())
+    cli = str(Path(sys.executable).parent / "checkllm-batch")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([cli, *args, "--db", str(db)], capture_output=True, text=True,
+                              timeout=120)
+
+    assert run("sql", "SELECT count(*) FROM cases").stderr == ""  # unchanged: no warning
+    source = tmp_path / "o.parquet"
+    dataset().reverse().write_parquet(source)
+    done = run("sql", "SELECT count(*) FROM cases")
+    assert done.returncode == 0
+    assert done.stderr.splitlines() == [
+        f"Warning: run {ref} reads its cases' output and vars from {source}, which is gone or "
+        "has changed since: they are not the text it scored (evaluate with --copy-outputs to "
+        "keep them in the database)"]
+    os.remove(source)
+    done = run("export", "--run", ref, "-o", str(tmp_path / "out"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"Error: cases: cannot export run {ref}: ")
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 def test_write_copies_the_text_into_the_other_database(tmp_path):

@@ -48,6 +48,12 @@ def test_ctrl_c_is_recorded_and_resumable(tmp_path):
     metrics = subprocess.run([CLI, "metrics", "--db", "r.duckdb"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=60)
     assert metrics.returncode == 0 and done in metrics.stdout and cut not in metrics.stdout
+    # named, it is flagged as partial, in every format
+    for fmt in ("table", "csv", "json"):
+        named = subprocess.run([CLI, "metrics", "--db", "r.duckdb", "--run", cut, "--format",
+                                fmt], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        said = named.stdout if fmt == "table" else named.stderr
+        assert named.returncode == 0 and f"{cut} (interrupted: partial results" in said, fmt
 
     (tmp_path / "stop").unlink()
     resumed = eval_(tmp_path, "--resume", cut)

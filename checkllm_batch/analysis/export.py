@@ -23,15 +23,21 @@ def export_run(con: duckdb.DuckDBPyConnection, run_id: str, directory: Path) -> 
     present = {r[0] for r in con.sql(  # `cases` is a view (store/cases.py)
         "SELECT table_name FROM information_schema.tables WHERE table_schema = "
         "current_schema() AND table_catalog = current_database()").fetchall()}
-    written = []
+    written: list[Path] = []
     run = "'" + run_id.replace("'", "''") + "'"
     for table in TABLES:
         if table not in present:
             continue
         path = directory / f"{table}.parquet"
         target = "'" + str(path).replace("'", "''") + "'"
-        con.execute(f"COPY (SELECT * FROM {table} WHERE run_id = {run}) TO {target} "
-                    "(FORMAT parquet, COMPRESSION zstd)")
+        try:  # e.g. `cases` of a run whose Parquet file is gone (store/cases.py)
+            con.execute(f"COPY (SELECT * FROM {table} WHERE run_id = {run}) TO {target} "
+                        "(FORMAT parquet, COMPRESSION zstd)")
+        except duckdb.Error as e:
+            for done in written:  # no export half written
+                done.unlink()
+            raise InputError(f"{table}: cannot export run {run_id}: "
+                             f"{str(e).splitlines()[0]}") from None
         written.append(path)
     return written
 

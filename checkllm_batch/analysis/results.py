@@ -22,17 +22,22 @@ from .run import ASSERTION_ORDER, Run, rows_sql
 RECENT = {"last": 0, "latest": 0, "previous": 1}  # run names promptfoo users type
 
 
+def warn_changed_sources(con: duckdb.DuckDBPyConnection, stacklevel: int = 2) -> None:
+    """A warning for each run whose cases' text is read from a file that is gone or changed."""
+    for run_id, path in changed_sources(con):
+        warnings.warn(f"run {run_id} reads its cases' output and vars from {path}, which "
+                      "is gone or has changed since: they are not the text it scored "
+                      "(evaluate with --copy-outputs to keep them in the database)",
+                      stacklevel=stacklevel)
+
+
 class Results:
     """A results database. Methods taking `run` default to the last run started."""
 
     def __init__(self, db: str | Path | duckdb.DuckDBPyConnection):
         self.con = db if isinstance(db, duckdb.DuckDBPyConnection) else store.connect(
             db, create=False)
-        for run_id, path in changed_sources(self.con):
-            warnings.warn(f"run {run_id} reads its cases' output and vars from {path}, which "
-                          "is gone or has changed since: they are not the text it scored "
-                          "(evaluate with --copy-outputs to keep them in the database)",
-                          stacklevel=2)
+        warn_changed_sources(self.con, stacklevel=3)
 
     def query(self, sql: str, params: list | dict | None = None) -> pl.DataFrame:
         """Any SQL over the tables, views and macros (see `catalog()`), as a frame."""
@@ -71,7 +76,8 @@ class Results:
         rows = self.con.sql("SELECT run_id FROM runs WHERE status = 'finished' "
                             "ORDER BY started_at DESC LIMIT 2").fetchall()
         if len(rows) <= RECENT[which]:
-            raise InputError(f"no {which!r} run: the database has {len(rows)} run(s)")
+            raise InputError(f"no {which!r} run: the database has {len(rows)} finished "
+                             "run(s) (name an interrupted or failed one by its id)")
         return rows[RECENT[which]][0]
 
     def _of_run(self, view: str, run: str | None, order: str) -> pl.DataFrame:

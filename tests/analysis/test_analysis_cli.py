@@ -53,7 +53,7 @@ def test_compare_previous_needs_two_runs(tmp_path, label_suite):
     db = tmp_path / "one.duckdb"
     cb.evaluate(label_suite, pl.DataFrame({"output": ["x"], "label": ["x"]}), db=db).con.close()
     result = invoke("compare", "--db", db, "previous", "last")
-    assert result.exit_code == 2 and "no 'previous' run: the database has 1 run(s)" in result.output
+    assert result.exit_code == 2 and "no 'previous' run: the database has 1 finished run(s)" in result.output
 
 
 def test_compare_by_case_identity_not_row_order(tmp_path):

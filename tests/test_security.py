@@ -152,6 +152,21 @@ def test_a_key_shaped_like_a_name_is_withheld_from_runs_config(tmp_path):
     assert "abcdef0123456789abcdef" not in str(config) and "(withheld)" in str(config)
 
 
+def test_a_key_given_as_its_variable_name_is_not_echoed_in_the_error(tmp_path):
+    """With a judge model and no base_url, the key is needed: the error names the variable
+    to set, but never a value that looks like a key given by mistake."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("tests:\n  - assert: [{type: llm-rubric, value: polite}]\n")
+    (tmp_path / "out.jsonl").write_text('{"output": "a"}\n')
+    for given, said in (("sk_fakekey_qa1234567890secret", "looks like a key given by mistake"),
+                        ("MY_UNSET_JUDGE_KEY", "set MY_UNSET_JUDGE_KEY (the judge's API key)")):
+        result = invoke("eval", suite, "--outputs", tmp_path / "out.jsonl", "--db",
+                        tmp_path / "r.db", "--judge-model", "gpt-4o-mini", "--judge-key-env",
+                        given)
+        assert result.exit_code == 2 and said in result.output, result.output
+        assert "sk_fakekey" not in result.output
+
+
 def test_judge_settings_from_code_are_checked_too(tmp_path):
     with pytest.raises(ConfigError, match="concurrency must be > 0"):
         JudgeConfig.from_sources({"concurrency": 0})

@@ -120,15 +120,23 @@ class JudgeConfig:
             return key
         if self.base_url:  # local OpenAI-compatible servers often need no key
             return "EMPTY"
-        raise ConfigError([f"judge: set {self.api_key_env} (the judge's API key) or a base_url"])
+        if self._key_env_shown() == self.api_key_env:
+            raise ConfigError([f"judge: set {self.api_key_env} (the judge's API key) or a "
+                               "base_url"])
+        raise ConfigError(["judge: api_key_env names no variable of the environment, and "
+                           "looks like a key given by mistake (it is not shown): give the "
+                           "NAME of the variable holding the key, e.g. OPENAI_API_KEY"])
 
     def record(self) -> dict[str, Any]:
-        """What is stored with the run: every setting, the key's variable name, never the key.
-        A name that is neither set in the environment nor written as variables are (upper
-        case) may be a key given by mistake: it is withheld."""
+        """What is stored with the run: every setting, the key's variable name, never the key."""
+        return {**asdict(self), "api_key_env": self._key_env_shown()}
+
+    def _key_env_shown(self) -> str:
+        """The key's variable name, as it may be shown: a name that is neither set in the
+        environment nor written as variables are (upper case) may be a key given by mistake,
+        and is withheld."""
         name = self.api_key_env
-        conventional = name in os.environ or name.upper() == name
-        return {**asdict(self), "api_key_env": name if conventional else "(withheld)"}
+        return name if name in os.environ or name.upper() == name else "(withheld)"
 
 
 def _raise(found: list[str]) -> None:

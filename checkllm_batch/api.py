@@ -243,6 +243,8 @@ def write(run: Run, path: str | Path) -> Run:
     where the run reads it from its source file."""
     target = store.connect(path)
     try:
+        if target.execute("SELECT 1 FROM runs WHERE run_id = ?", [run.run_id]).fetchall():
+            raise InputError(f"{path}: already holds run {run.run_id}")
         with store.transaction(target):
             for table in ("runs", "assertions", "cases", "assertion_results", "test_results",
                           "named_metrics", "derived_metrics", "run_batches"):

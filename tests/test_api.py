@@ -34,6 +34,10 @@ def test_write_copies_a_run_into_another_database(tmp_path):
     assert cb.get_run(tmp_path / "archive.duckdb").run_id == run.run_id
     again = cb.write(cb.get_run(tmp_path / "archive.duckdb"), tmp_path / "again.duckdb")
     assert again.test_results.equals(run.test_results)  # from a read-only reader
+    again.con.close()
+    with pytest.raises(cb.InputError, match=f"again.duckdb: already holds run {run.run_id}"):
+        cb.write(run, tmp_path / "again.duckdb")
+    assert cb.Results(tmp_path / "again.duckdb").runs().height == 1
 
 
 def test_suite_spec_is_stored_with_the_run(tmp_path):

@@ -124,7 +124,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
             writer.shutdown(wait=True)
             interrupted = isinstance(e, KeyboardInterrupt)
             store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
-                           "interrupted" if interrupted else "failed")
+                           "interrupted" if interrupted else "failed",
+                           keep=not isinstance(e, InputError))
             close_hook(hook)
             out.close()
             con.close()  # the file is free for readers and a resume

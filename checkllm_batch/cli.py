@@ -195,9 +195,7 @@ def _print_plan(stats, config) -> None:
 def metrics(db: str, run_id: str | None, fmt: str) -> None:
     """Print a run's pass rates, named metrics and derived metrics."""
     run = api.get_run(db, run_id)
-    partial = "" if run.status == "finished" else (
-        f" ({run.status}: partial results, no metrics; resume it with eval --resume "
-        f"{run.run_id})")
+    partial = "" if run.status == "finished" else _partial(run)
     if fmt != "table":
         from .analysis.results import Results
 
@@ -249,6 +247,18 @@ def sql(query: str | None, db: str, list_: bool, fmt: str, max_rows: int,
         show_relation(relation, max_rows, max_width)
     except duckdb.Error as e:
         raise UserError(f"query failed: {str(e).splitlines()[0]}") from None
+
+
+def _partial(run: api.Run) -> str:
+    """What a run that did not finish holds: partial results to resume, or (stopped by bad
+    input) none, and why."""
+    [(rows, error)] = run.con.execute(
+        "SELECT (SELECT count(*) FROM run_batches WHERE run_id = $run), error FROM runs "
+        "WHERE run_id = $run", {"run": run.run_id}).fetchall()
+    if rows == 0 and run.status == "failed":
+        return f" (failed, no results: {error})"
+    return (f" ({run.status}: partial results, no metrics; resume it with eval --resume "
+            f"{run.run_id})")
 
 
 def _print_metrics(run: api.Run) -> None:

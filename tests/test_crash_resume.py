@@ -250,3 +250,34 @@ def test_readers_share_the_database_and_a_writer_holding_it_is_one_line(tmp_path
     finally:
         writer.kill()
         writer.communicate()
+
+
+def test_a_bad_row_found_while_streaming_leaves_no_results_and_no_paid_call_lost(tmp_path):
+    """A dataset row no test has, in the last batch: the run ends `failed` with its rows so
+    far removed (no resume can go past the row: the fixed file is another file), and the run
+    of the fixed file asks the judge nothing it had answered."""
+    prepare(tmp_path, judged=True)
+    dataset().with_columns(test_id=pl.when(pl.int_range(pl.len()) == 39).then(pl.lit("nope"))
+                           .otherwise("test_id")).write_parquet(tmp_path / "o.parquet")
+    server = JudgeServer(answer=Stopper()).start()
+    try:
+        code, err = finish(start(tmp_path, server))
+        assert code == 2 and err.splitlines()[-1] == ("Error: o.parquet: row 40: test_id "
+                                                      "'nope' matches no test in the suite"), err
+        with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
+            [(run, status)] = con.sql("SELECT run_id, status FROM runs").fetchall()
+            assert status == "failed"
+            for table in ("cases", "assertion_results", "test_results", "run_batches"):
+                assert con.sql(f"SELECT count(*) FROM {table}").fetchall() == [(0,)], table
+        metrics = subprocess.run([CLI, "metrics", "--db", "r.duckdb", "--run", run],
+                                 cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert f"{run} (failed, no results: InputError: o.parquet: row 40" in metrics.stdout
+        asked = dict(server.bodies)
+        assert asked
+
+        dataset().write_parquet(tmp_path / "o.parquet")  # fixed
+        code, err = finish(start(tmp_path, server))
+        assert code == 1, err
+        assert [h for h in asked if server.bodies[h] > asked[h]] == []
+    finally:
+        server.stop()

@@ -259,8 +259,15 @@ def finish_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
 
 
 def fail_run(con: duckdb.DuckDBPyConnection, run_id: str, error: str,
-             status: str = "failed") -> None:
+             status: str = "failed", keep: bool = True) -> None:
     """Record the run as failed or interrupted, with its error. Its committed batches stay
-    (a resume continues after them); readers never take it for a complete run."""
-    con.execute("UPDATE runs SET status = ?, finished_at = current_timestamp, error = ? "
-                "WHERE run_id = ?", [status, error, run_id])
+    (a resume continues after them; readers never take it for a complete run), unless
+    `keep` is False: bad input found while streaming, which no resume can go past (the
+    fixed file is another file). Its judge answers stay in `judge_calls`, the cache."""
+    with transaction(con):
+        if not keep:
+            for table in ("case_rows", "assertion_results", "test_results", "run_batches",
+                          "named_metrics", "derived_metrics"):
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        con.execute("UPDATE runs SET status = ?, finished_at = current_timestamp, error = ? "
+                    "WHERE run_id = ?", [status, error, run_id])

@@ -417,3 +417,35 @@ def test_an_empty_csv_output_is_text_and_a_missing_one_null(tmp_path):
         assert results["reason"][0] == reason
         assert results["reason"][1].endswith("called: no tools")
 
+
+def _dictionary_outputs(path):
+    table = pa.table({"test_id": ["a", "b", "a"], "output": ["hello", "bye", "ünï"],
+                      "code": ["hel", "zzz", ""]})
+    table = pa.table({n: c.dictionary_encode() for n, c in zip(table.column_names,
+                                                                table.columns)})
+    if path.suffix == ".parquet":
+        pq.write_table(table, path)
+    elif path.suffix == ".arrow":
+        with pa.ipc.new_file(path, table.schema) as writer:
+            writer.write_table(table)
+    return table
+
+
+@pytest.mark.parametrize("name", ["out.parquet", "out.arrow", "table"])
+def test_a_dictionary_of_strings_is_text(tmp_path, name):
+    """pandas `category`, an Arrow dictionary or a DuckDB ENUM: the output, the test_id and
+    the vars are their text (the output was scored as a JSON value, in quotes)."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("tests:\n  - id: a\n    assert: [{type: contains, value: '{{code}}'}]\n"
+                     "  - id: b\n    assert: [{type: equals, value: bye}]\n")
+    table = _dictionary_outputs(tmp_path / name)
+    if name == "table":
+        assert pa.types.is_dictionary(table.schema.field("output").type)
+    run = cb.evaluate(suite, table if name == "table" else tmp_path / name)
+    cases = run.con.execute("SELECT test_id, output, output_kind, vars FROM cases "
+                            "ORDER BY case_id").fetchall()
+    assert cases == [("a", "hello", "text", '{"code":"hel"}'),
+                     ("b", "bye", "text", '{"code":"zzz"}'),
+                     ("a", "ünï", "text", '{"code":""}')]
+    statuses = run.assertion_results.sort("case_id")["status"].to_list()
+    assert statuses == ["pass", "pass", "error"]

@@ -93,10 +93,11 @@ def check_columns(names: list[str], source: str) -> None:
 
 
 def checked(batch: pa.RecordBatch, source: str, names: bool = True) -> pa.RecordBatch:
-    """A batch whose names are allowed and whose byte columns are UTF-8 text (a CSV is read
-    as bytes)."""
+    """A batch whose names are allowed, whose dictionary columns are decoded and whose byte
+    columns are UTF-8 text (a CSV is read as bytes)."""
     if names:
         check_columns(batch.schema.names, source)
+    batch = decoded(batch)
     binary = [i for i, f in enumerate(batch.schema)
               if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
     for i in binary:
@@ -106,6 +107,15 @@ def checked(batch: pa.RecordBatch, source: str, names: bool = True) -> pa.Record
             raise InputError(f"{source}: column {batch.schema.names[i]!r} is not UTF-8 text; "
                              "save the file as UTF-8") from None
         batch = batch.set_column(i, batch.schema.names[i], text)
+    return batch
+
+
+def decoded(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with each dictionary column as its values: a dictionary of strings (pandas
+    `category`, a DuckDB ENUM) is text, not a JSON value."""
+    for i, field in enumerate(batch.schema):
+        if pa.types.is_dictionary(field.type):
+            batch = batch.set_column(i, field.name, batch.column(i).cast(field.type.value_type))
     return batch
 
 

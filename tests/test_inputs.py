@@ -164,6 +164,11 @@ DATASETS = [
      "{f}: column '__row' is reserved for the engine (names case_id, test_index, "
      "output_kind and any starting with __); rename it"),
     ("out.jsonl", b'{"output": "h"}\n[1]\n', "{f}:2: each line must be a JSON object"),
+    # Excel's "Unicode text": read as UTF-8 it was one column of NUL bytes
+    ("out.csv", "output\nh\n".encode("utf-16"), "{f}: UTF-16 text; save the file as UTF-8"),
+    ("out.csv", "\ufeffoutput\nh\n".encode("utf-16-be"),
+     "{f}: UTF-16 text; save the file as UTF-8"),
+    ("out.jsonl", '{"output": "h"}\n'.encode("utf-16"), "{f}: UTF-16 text; save the file as UTF-8"),
 ]
 
 

@@ -52,6 +52,8 @@ def _read(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
         raise InputError(f"{source}: unknown outputs format {path.suffix!r}; use "
                          ".jsonl, .csv, .parquet, .arrow or duckdb:file.duckdb:table")
     try:
+        if fmt in ("csv", "jsonl"):
+            _refuse_utf16(path, source)
         if fmt == "parquet":
             # no pre-buffering: it keeps every row group read so far in Arrow's memory, so a
             # run's memory grew with the file (1.5M rows: +430 MiB); without it, one at a time
@@ -143,6 +145,14 @@ def _unrecorded(batch: pa.RecordBatch) -> pa.RecordBatch:
             cells = pc.if_else(empty, pa.scalar(None, cells.type), cells)
             batch = batch.set_column(i, name, cells)
     return batch
+
+
+def _refuse_utf16(path: Path, source: str) -> None:
+    """A text file saved as UTF-16 (Excel's "Unicode text") reads as UTF-8 with a NUL
+    after each character: say so, not what the parser makes of it."""
+    with path.open("rb") as f:
+        if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+            raise InputError(f"{source}: UTF-16 text; save the file as UTF-8")
 
 
 def row_count(source: str) -> int | None:

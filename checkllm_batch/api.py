@@ -25,6 +25,7 @@ from .judge.protocol import Judge
 from .load.cases import CaseBuilder
 from .load.outputs import (
     check_columns,
+    decoded,
     fingerprint,
     read_ahead,
     read_batches,
@@ -187,7 +188,8 @@ def _batches(suite: Suite, outputs: Outputs, rows: int, config: dict[str, Any] |
         outputs = outputs.to_arrow()
     if isinstance(outputs, pa.Table):
         check_columns(outputs.column_names, "<table>")
-        return "<table>", rechunk(outputs.to_batches(), rows), outputs.num_rows, outputs
+        batches = (decoded(b) for b in outputs.to_batches())
+        return "<table>", rechunk(batches, rows), outputs.num_rows, outputs
     if isinstance(outputs, pa.RecordBatchReader):  # the CLI's filtered rows of a file
         return "<table>", rechunk(outputs, rows), None, (config or {}).get("outputs")
     if outputs is not None:

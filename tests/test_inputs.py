@@ -164,6 +164,11 @@ DATASETS = [
      "{f}: column '__row' is reserved for the engine (names case_id, test_index, "
      "output_kind and any starting with __); rename it"),
     ("out.jsonl", b'{"output": "h"}\n[1]\n', "{f}:2: each line must be a JSON object"),
+    # Excel's "Unicode text": read as UTF-8 it was one column of NUL bytes
+    ("out.csv", "output\nh\n".encode("utf-16"), "{f}: UTF-16 text; save the file as UTF-8"),
+    ("out.csv", "\ufeffoutput\nh\n".encode("utf-16-be"),
+     "{f}: UTF-16 text; save the file as UTF-8"),
+    ("out.jsonl", '{"output": "h"}\n'.encode("utf-16"), "{f}: UTF-16 text; save the file as UTF-8"),
 ]
 
 
@@ -350,3 +355,102 @@ def test_the_reader_runs_one_batch_ahead_and_no_more():
     assert [next(batches) for _ in range(3)] == [1, 2, 3]
     with pytest.raises(OSError, match="damaged after four batches"):
         next(batches)
+
+
+CSV_CELLS = [
+    # (a `code` cell, the output cell, contains '{{code}}'): a CSV cell is text, as promptfoo
+    # reads it; guessed as a number or a boolean, 007 was 7 and "x 7 y" passed
+    ("007", "007", "pass"),
+    ("007", "x 7 y", "fail"),
+    ("1.50", "1.50", "pass"),
+    ("1.50", "costs 1.5", "fail"),
+    ("True", "True", "pass"),
+    ("True", "true", "fail"),
+    ("1e3", "1e3", "pass"),
+    ("1e3", "1000", "fail"),
+    ("", "", "error"),  # an empty cell is "", not null: contains needs a non-empty value
+    ("ünï", "ünï", "pass"),
+]
+
+
+@pytest.mark.parametrize("code,output,status", CSV_CELLS)
+def test_a_csv_cell_stays_text(tmp_path, code, output, status):
+    """Every cell of an outputs CSV is read as written, the test_id `01` included."""
+    suite, path = tmp_path / "suite.yaml", tmp_path / "out.csv"
+    suite.write_text("tests:\n  - id: '01'\n    assert: [{type: contains, value: '{{code}}'}]\n"
+                     "  - id: '1'\n")
+    path.write_text(f'test_id,output,code,latency_ms\n"01",{output},{code},{code}\n')
+    result = invoke("eval", suite, "--outputs", path, "--db", tmp_path / "r.duckdb")
+    assert result.exit_code in (0, 1), result.output
+    run = cb.get_run(tmp_path / "r.duckdb")
+    case = run.con.execute("SELECT test_id, output, output_kind, vars FROM cases").fetchall()
+    assert case == [("01", output, "text", f'{{"code":"{code}"}}')]
+    assert run.assertion_results["status"].to_list() == [status]
+
+
+def test_a_csv_column_of_numbers_may_hold_text_later(tmp_path):
+    """A column of numbers in the CSV's first block (1 MB) and text after it: the run used to
+    stop there ("CSV conversion error to int64"). Every row is read, as text."""
+    suite, path = tmp_path / "suite.yaml", tmp_path / "out.csv"
+    suite.write_text("tests:\n  - assert: [{type: equals, value: '42'}]\n")
+    pad = "p" * 200
+    path.write_text("output,pad\n" + f"42,{pad}\n" * 6000 + f"forty-two,{pad}\n")
+    run = cb.evaluate(suite, path, batch_rows=1000)
+    statuses = run.assertion_results.sort("case_id")["status"].to_list()
+    assert statuses == ["pass"] * 6000 + ["fail"]
+
+
+def test_an_empty_csv_output_is_text_and_a_missing_one_null(tmp_path):
+    """An empty output cell is the empty text (a model that answered nothing), an empty var
+    the empty string; in JSONL a null output is null. Both fail a text check, each with its
+    reason. An empty cell in a column of what the provider recorded (prompt, tool_calls, ...)
+    is null, nothing recorded: the test's prompt stays, no tool was called."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("tests:\n  - prompt: tp\n    assert: [{type: contains, value: h}, "
+                     "{type: tools-called, value: [f]}]\n")
+    (tmp_path / "out.csv").write_text('output,q,prompt,tool_calls,provider\n"",,,,\n')
+    (tmp_path / "out.jsonl").write_text('{"output": null, "q": "", "tool_calls": null}\n')
+    for name, output, kind, reason in [
+            ("out.csv", "", "text", 'Expected output to contain "h"'),
+            ("out.jsonl", None, "null", "output is null")]:
+        run = cb.evaluate(suite, tmp_path / name)
+        case = run.con.execute("SELECT output, output_kind, prompt, provider, vars "
+                               "FROM cases").fetchall()
+        assert case == [(output, kind, "tp", None, '{"q":""}')], name
+        results = run.assertion_results.sort("assertion_index")
+        assert results["status"].to_list() == ["fail", "fail"], name
+        assert results["reason"][0] == reason
+        assert results["reason"][1].endswith("called: no tools")
+
+
+def _dictionary_outputs(path):
+    table = pa.table({"test_id": ["a", "b", "a"], "output": ["hello", "bye", "ünï"],
+                      "code": ["hel", "zzz", ""]})
+    table = pa.table({n: c.dictionary_encode() for n, c in zip(table.column_names,
+                                                                table.columns)})
+    if path.suffix == ".parquet":
+        pq.write_table(table, path)
+    elif path.suffix == ".arrow":
+        with pa.ipc.new_file(path, table.schema) as writer:
+            writer.write_table(table)
+    return table
+
+
+@pytest.mark.parametrize("name", ["out.parquet", "out.arrow", "table"])
+def test_a_dictionary_of_strings_is_text(tmp_path, name):
+    """pandas `category`, an Arrow dictionary or a DuckDB ENUM: the output, the test_id and
+    the vars are their text (the output was scored as a JSON value, in quotes)."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("tests:\n  - id: a\n    assert: [{type: contains, value: '{{code}}'}]\n"
+                     "  - id: b\n    assert: [{type: equals, value: bye}]\n")
+    table = _dictionary_outputs(tmp_path / name)
+    if name == "table":
+        assert pa.types.is_dictionary(table.schema.field("output").type)
+    run = cb.evaluate(suite, table if name == "table" else tmp_path / name)
+    cases = run.con.execute("SELECT test_id, output, output_kind, vars FROM cases "
+                            "ORDER BY case_id").fetchall()
+    assert cases == [("a", "hello", "text", '{"code":"hel"}'),
+                     ("b", "bye", "text", '{"code":"zzz"}'),
+                     ("a", "ünï", "text", '{"code":""}')]
+    statuses = run.assertion_results.sort("case_id")["status"].to_list()
+    assert statuses == ["pass", "pass", "error"]

@@ -17,6 +17,7 @@ from typing import Iterable, Iterator
 import duckdb
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
@@ -51,6 +52,8 @@ def _read(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
         raise InputError(f"{source}: unknown outputs format {path.suffix!r}; use "
                          ".jsonl, .csv, .parquet, .arrow or duckdb:file.duckdb:table")
     try:
+        if fmt in ("csv", "jsonl"):
+            _refuse_utf16(path, source)
         if fmt == "parquet":
             # no pre-buffering: it keeps every row group read so far in Arrow's memory, so a
             # run's memory grew with the file (1.5M rows: +430 MiB); without it, one at a time
@@ -59,7 +62,7 @@ def _read(source: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
         elif fmt == "arrow":
             batches = _ipc_batches(path)
         elif fmt == "csv":
-            batches = pacsv.open_csv(path)
+            batches = _csv_text(path)
         else:  # JSON: names checked as records are read, before output_kind is added
             json_batches = (_json_document(path, batch_rows) if _is_json_document(path)
                             else _jsonl(path, batch_rows))  # promptfoo's results file, or lines
@@ -92,10 +95,11 @@ def check_columns(names: list[str], source: str) -> None:
 
 
 def checked(batch: pa.RecordBatch, source: str, names: bool = True) -> pa.RecordBatch:
-    """A batch whose names are allowed and whose byte columns are UTF-8 text (a CSV in
-    another encoding reads as bytes)."""
+    """A batch whose names are allowed, whose dictionary columns are decoded and whose byte
+    columns are UTF-8 text (a CSV is read as bytes)."""
     if names:
         check_columns(batch.schema.names, source)
+    batch = decoded(batch)
     binary = [i for i, f in enumerate(batch.schema)
               if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
     for i in binary:
@@ -106,6 +110,49 @@ def checked(batch: pa.RecordBatch, source: str, names: bool = True) -> pa.Record
                              "save the file as UTF-8") from None
         batch = batch.set_column(i, batch.schema.names[i], text)
     return batch
+
+
+def decoded(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with each dictionary column as its values: a dictionary of strings (pandas
+    `category`, a DuckDB ENUM) is text, not a JSON value."""
+    for i, field in enumerate(batch.schema):
+        if pa.types.is_dictionary(field.type):
+            batch = batch.set_column(i, field.name, batch.column(i).cast(field.type.value_type))
+    return batch
+
+
+def _csv_text(path: Path) -> Iterator[pa.RecordBatch]:
+    """A CSV's rows with every cell as written, as promptfoo reads it and as a tests CSV is
+    read: nothing is taken for a number, a boolean or a null (`007` stays "007", an empty
+    cell is "" but in UNRECORDED), and a column of numbers may hold text further down. Cells
+    are read as bytes, so `checked` names a column that is not UTF-8."""
+    names = pacsv.open_csv(path).schema.names  # the header; the first block's types unused
+    types = pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.binary()))
+    return (_unrecorded(b) for b in pacsv.open_csv(path, convert_options=types))
+
+
+# columns of what a provider recorded: an empty CSV cell there is null, nothing recorded (an
+# empty `tool_calls` is no calls, an empty `prompt` leaves the test's own)
+UNRECORDED = ("provider", "prompt", "finish_reason", "logprobs", "tool_calls", "tools",
+              "metadata")
+
+
+def _unrecorded(batch: pa.RecordBatch) -> pa.RecordBatch:
+    for name in UNRECORDED:
+        if (i := batch.schema.get_field_index(name)) >= 0:
+            cells = batch.column(i)
+            empty = pc.equal(cells, pa.scalar(b"", cells.type))
+            cells = pc.if_else(empty, pa.scalar(None, cells.type), cells)
+            batch = batch.set_column(i, name, cells)
+    return batch
+
+
+def _refuse_utf16(path: Path, source: str) -> None:
+    """A text file saved as UTF-16 (Excel's "Unicode text") reads as UTF-8 with a NUL
+    after each character: say so, not what the parser makes of it."""
+    with path.open("rb") as f:
+        if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+            raise InputError(f"{source}: UTF-16 text; save the file as UTF-8")
 
 
 def row_count(source: str) -> int | None:

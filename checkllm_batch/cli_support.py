@@ -64,7 +64,10 @@ FORMATS = ("table", "json", "csv")
 def emit(document: dict, fmt: str, table: pl.DataFrame) -> None:
     """For scripts: `json` prints `document` (frames as lists of row objects, or `table`
     alone when the document is empty) as one JSON value; `csv` prints `table`."""
-    if fmt == "csv":
+    if fmt == "csv":  # a cell is text: a list or struct value is written as its JSON
+        nested = [c for c, dtype in table.schema.items() if dtype.is_nested()]
+        table = table.with_columns(pl.struct(c).struct.json_encode().str.json_path_match(
+            f"$['{c}']" if "'" not in c else f'$["{c}"]').alias(c) for c in nested)
         click.echo(table.write_csv(), nl=False)
         return
     value = {k: v.to_dicts() if isinstance(v, pl.DataFrame) else v

@@ -213,6 +213,9 @@ def test_sql_formats_and_cuts(files):
     wide = "SELECT " + ", ".join(f"'{'x' * 30}' AS c{i}" for i in range(20))
     assert "of 20 columns" in invoke("sql", "--db", db, wide).stderr
     assert invoke("sql", "--db", db, "--max-width", 0, wide).stderr == ""
+    nested = invoke("sql", "--db", db, "--format", "csv",  # a cell holds a list as its JSON
+                    """SELECT [1, 2] AS l, {'a': 'x,"y'} AS "it's", 3 AS n""")
+    assert (nested.exit_code, nested.stdout) == (0, 'l,it\'s,n\n"[1,2]","{""a"":""x,\\""y""}",3\n')
 
 
 GRADED = {"tests": [{"description": "t", "assert": [

@@ -57,12 +57,12 @@ def load_suite(path: str | Path) -> Suite:
     if problems:  # what follows relies on the top level's types
         raise ConfigError(problems)
     default = _default_test(raw, path, problems)
-    raw_tests, tests_source = _raw_tests(raw.get("tests"), path, problems)
+    raw_tests = _raw_tests(raw.get("tests"), path, problems)
     inline = bool(raw_tests)
     if not inline:
-        raw_tests = [{"description": "default test"}]
-    tests = tuple(t for t in (_test(i, t, default, tests_source, path.parent, problems)
-                              for i, t in enumerate(raw_tests)) if t is not None)
+        raw_tests = [({"description": "default test"}, str(path))]
+    tests = tuple(t for t in (_test(i, t, default, source, path.parent, problems)
+                              for i, (t, source) in enumerate(raw_tests)) if t is not None)
     _check_ids(tests, problems)
     if tests and not problems and not any(t.asserts for t in tests):
         problems.add(Where(str(path)), "no assertions: every case would pass; add `assert:` "
@@ -135,27 +135,26 @@ def _provider_tools(value: Any, path: Path, problems: _Problems) -> dict[str, di
     return found
 
 
-def _raw_tests(value: Any, path: Path, problems: _Problems) -> tuple[list[dict], str]:
+def _raw_tests(value: Any, path: Path, problems: _Problems) -> list[tuple[Any, str]]:
+    """Each test as written, with the file it comes from (the suite, or a tests file)."""
     from .testfiles import read_test_file
 
     if value is None:
-        return [], str(path)
+        return []
     refs = value if isinstance(value, list) else [value]
-    tests: list[dict] = []
-    source = str(path)
+    tests: list[tuple[Any, str]] = []
     for item in refs:
         if isinstance(item, str) and item.startswith("file://"):
             file = path.parent / item[len("file://"):]
-            source = str(file)
             try:
-                tests.extend(read_test_file(file))
+                tests.extend((t, str(file)) for t in read_test_file(file))
             except ConfigError as e:
                 problems.extend(e.problems)
         elif isinstance(item, dict):
-            tests.append(item)
+            tests.append((item, str(path)))
         else:
             problems.add(Where(str(path)), f"tests: expected a test mapping or file://, got {item!r}")
-    return tests, source
+    return tests
 
 
 def _test(index: int, raw: Any, default: dict, source: str, base: Path,

@@ -62,6 +62,9 @@ def read_test_file(path: Path) -> list[dict]:
         return _jsonl_tests(path)
     if suffix in (".yaml", ".yml", ".json"):
         loaded = load_yaml(path)
+        if loaded is None:  # empty, only comments, or `null`
+            raise ConfigError([f"{path}: no tests: the file holds nothing (write a test "
+                               "mapping or a list of them)"])
         return loaded if isinstance(loaded, list) else [loaded]
     raise ConfigError([f"{path}: tests file must be .csv, .jsonl, .json, .yaml or .parquet"])
 

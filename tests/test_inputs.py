@@ -245,6 +245,14 @@ TEST_FILES = [
     ("t.yaml", "- ünï ☕\n".encode(), "{f}, test 1: the value must be a mapping, got 'ünï ☕'"),
     ("t.json", b'[{"vars": {}}, [1]]', "{f}, test 2: the value must be a mapping, got [1]"),
     ("t.json", b'""', "{f}, test 1: the value must be a mapping, got ''"),
+    # every row as long as the header, as promptfoo's csv-parse wants: never a cell dropped,
+    # never a short row that becomes a test without its assertions
+    ("t.csv", b"id,q,__expected\nt1,hi,contains:hello\nt2\n",
+     "{f}:3: 1 cell where the header has 3"),
+    ("t.csv", "id,q,__expected\nt1,hï,contains:h\nt2,bye,bye,extra\n".encode(),
+     "{f}:3: 4 cells where the header has 3"),
+    ("t.csv", b'id,__expected\r\n"t\n1",contains:h\r\n\r\nt2,contains:a,\r\n',
+     "{f}:5: 3 cells where the header has 2"),
 ]
 
 
@@ -288,6 +296,22 @@ def test_a_tests_error_names_the_file_the_test_came_from(tmp_path):
         cb.load(tmp_path / "suite.yaml")
     assert e.value.problems == [f"{tmp_path / 'a.yaml'}, test 1: the value must be a mapping, "
                                 "got 5"]
+
+
+CSV_ROWS = [
+    # (a tests CSV that is whole, the tests it holds): an empty line is no row
+    (b"id,__expected\nt1,contains:h\n\n", ["t1"]),
+    (b"id,__expected\r\nt1,contains:h\r\n\r\nt2,contains:a\r\n", ["t1", "t2"]),
+    ('id,__expected\n"ünï,\n☕",contains:h\n,\n'.encode(), ["ünï,\n☕", ""]),
+    (b"id,__expected\nt1,contains:h", ["t1"]),
+]
+
+
+@pytest.mark.parametrize("content,ids", CSV_ROWS)
+def test_a_whole_tests_csv_loads(tmp_path, content, ids):
+    (tmp_path / "t.csv").write_bytes(content)
+    (tmp_path / "suite.yaml").write_text("tests: file://t.csv\n")
+    assert [t.id for t in cb.load(tmp_path / "suite.yaml").tests] == ids
 
 
 def test_a_description_shared_by_two_tests_routes_no_row(tmp_path):

@@ -63,6 +63,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     `cases` view reads them from the file (store/cases.py), unless `copy_outputs`."""
     from .judge.session import close_hook, open_hook
 
+    check_apart(outputs, db)
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
     if engine != "local":
@@ -147,6 +148,7 @@ def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pat
     model-graded assertions are planned: no other check runs (no webhook, no python)."""
     from .judge.session import close_hook, open_hook, plan_calls
 
+    check_apart(outputs, db)
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
     judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
@@ -178,6 +180,19 @@ def _no_sigint() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def check_apart(outputs: Outputs, db: str | Path) -> None:
+    """Outputs read from a table of the results database itself would be a second, read-only
+    connection to the file the run writes, in the same process: DuckDB refuses it, and may
+    abort the process on the way out."""
+    if not (isinstance(outputs, (str, Path)) and str(outputs).startswith("duckdb:")
+            and str(db) != ":memory:"):
+        return
+    path = str(outputs).split(":", 2)[1]
+    if Path(path).resolve() == Path(db).resolve():
+        raise InputError(f"the outputs table is in the results database {db}; copy it to "
+                         "another file or write the results to another database (--db)")
 
 
 def _batches(suite: Suite, outputs: Outputs, rows: int, config: dict[str, Any] | None = None

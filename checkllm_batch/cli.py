@@ -105,6 +105,7 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
 
     spec = load_suite(suite_path(suite, config_path))
     check_output_flag(spec, outputs, output_path)
+    api.check_apart(outputs, db)
     judge_config = JudgeConfig.from_sources(
         spec.judge, model=judge_model, base_url=judge_base_url, api_key_env=judge_key_env,
         mode=judge_mode, concurrency=judge_concurrency, rpm=judge_rpm, tpm=judge_tpm,

@@ -1,6 +1,7 @@
 """eval's promptfoo habits, kept apart from the command: the suite from SUITE or -c, -o as
-the results file (and never over the outputs), the --filter-* rows, the no-judge warning;
-and what `--engine ray` adds to the engine (options it refuses, the shards-only run)."""
+the results file (never over the outputs nor the suite's files), the --filter-* rows, the
+no-judge warning; and what `--engine ray` adds to the engine (options it refuses, the
+shards-only run)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,17 @@ def suite_path(suite: str | None, config_path: str | None) -> str:
 
 def check_output_flag(spec, outputs: str | None, output_path: str | None) -> None:
     """-o is the results file to write, as in promptfoo; it used to name the outputs to
-    read, so a run with -o and nothing to score says so instead of overwriting them."""
+    read, so a run with -o and nothing to score says so instead of overwriting them. It never
+    names an input: the outputs, the suite, or a file the suite reads."""
     if output_path is None:
         return
-    if outputs is not None and Path(outputs).resolve() == Path(output_path).resolve():
+    target = str(Path(output_path).resolve())
+    if outputs is not None and str(Path(outputs).resolve()) == target:
         raise UserError(f"-o {output_path} is the outputs file: -o writes the results, "
+                        "give it another name")
+    if target in spec.files:
+        what = "the suite" if target == spec.files[0] else "a file the suite reads"
+        raise UserError(f"-o {output_path} is {what}: -o writes the results, "
                         "give it another name")
     if outputs is None and not (spec.inline_tests and all(t.output is not None
                                                            for t in spec.tests)):

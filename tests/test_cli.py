@@ -1,6 +1,7 @@
 """The CLI as a user meets it: formats, summary, exit codes 0/1/2, one-line errors."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT, write_suite
 
+import checkllm_batch as cb
 from checkllm_batch.cli import main
+from checkllm_batch.errors import InputError
 
 SUITE = {"tests": [{"description": "capital", "assert": [{"type": "contains", "value": "Paris"}]},
                    {"description": "math", "assert": [{"type": "equals", "value": "4"}]}]}
@@ -52,6 +55,29 @@ def test_eval_reads_every_format(tmp_path, fmt):
     assert "3 cases, 2 passed, 1 failed, 0 errors" in result.output
     con = duckdb.connect(str(db))
     assert con.execute("SELECT count(*) FROM test_results").fetchone() == (3,)
+
+
+@pytest.mark.parametrize("db,flags", [("src.duckdb", []), ("./sub/../src.duckdb", []),
+                                      ("link.duckdb", []), ("src.duckdb", ["--dry-run"])])
+def test_outputs_in_the_results_database_are_refused(tmp_path, db, flags):
+    """A second, read-only connection to the file the run writes, in the same process: DuckDB
+    refuses it (and aborted on the way out); one line, nothing else on stderr."""
+    suite = write_suite(tmp_path, SUITE)
+    outs = outputs_file(tmp_path, "duckdb")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.duckdb").symlink_to(tmp_path / "src.duckdb")
+    before = (tmp_path / "src.duckdb").read_bytes()
+    cli = Path(sys.executable).parent / "checkllm-batch"
+    proc = subprocess.run([str(cli), "eval", str(suite), "--outputs", outs, "--db", db, *flags],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # this checkout's code
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (f"Error: the outputs table is in the results database {db}; copy "
+                           "it to another file or write the results to another database "
+                           "(--db)\n")
+    assert (tmp_path / "src.duckdb").read_bytes() == before
+    with pytest.raises(InputError, match="the outputs table is in the results database"):
+        cb.evaluate(suite, outs, db=tmp_path / db)  # the library refuses it too
 
 
 def test_exit_zero_when_everything_passes_and_runs_accumulate(tmp_path):

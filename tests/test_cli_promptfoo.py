@@ -122,6 +122,45 @@ def test_dash_o_cannot_overwrite_the_outputs(files):
     assert result.exit_code == 2 and "is the outputs file" in result.output
 
 
+SUITE_INPUTS = [
+    # (files besides the suite, the suite's text, the input -o names, as the error calls it)
+    ({}, json.dumps(SUITE), "suite.json", "the suite"),
+    ({"cases.csv": "description,__expected\ncapital,contains:Paris\n"},
+     "tests: file://cases.csv\n", "cases.csv", "a file the suite reads"),
+    ({"cases.jsonl": '{"description": "ünïcode", "assert": [{"type": "equals", "value": ""}]}\n'},
+     "tests: [file://cases.jsonl]\n", "./sub/../cases.jsonl", "a file the suite reads"),
+    ({"cases.yaml": "- {description: math, assert: [{type: equals, value: '4'}]}\n"},
+     "tests: file://cases.yaml\n", "link.yaml", "a file the suite reads"),
+    ({"default.yaml": "assert: [{type: contains, value: a}]\n"},
+     "defaultTest: file://default.yaml\n", "default.yaml", "a file the suite reads"),
+    ({"schema.json": '{"type": "object"}'},
+     "tests:\n  - assert: [{type: is-json, value: file://schema.json}]\n", "schema.json",
+     "a file the suite reads"),
+    ({"checks.py": "def ok(output, context):\n    return True\n"},
+     "tests:\n  - assert: [{type: python, value: 'file://checks.py:ok'}]\n", "checks.py",
+     "a file the suite reads"),
+]
+
+
+@pytest.mark.parametrize("inputs,suite,target,what", SUITE_INPUTS)
+def test_dash_o_cannot_overwrite_what_the_suite_reads(files, tmp_path, monkeypatch, inputs,
+                                                      suite, target, what):
+    _, outs, db = files
+    for name, text in inputs.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.yaml").symlink_to(tmp_path / "cases.yaml")
+    path = tmp_path / ("suite.json" if target == "suite.json" else "suite.yaml")
+    path.write_text(suite, encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    monkeypatch.chdir(tmp_path)
+    result = invoke("eval", path, "--outputs", outs, "-o", target, "--db", db)
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr == (f"Error: -o {target} is {what}: -o writes the results, give it "
+                             "another name\n")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
 def test_unknown_results_format_is_named(files, tmp_path):
     suite, outs, db = files
     result = invoke("eval", suite, "--outputs", outs, "-o", tmp_path / "r.xlsx", "--db", db)

@@ -239,6 +239,25 @@ TEST_FILES = [
     ("t.jsonl", None, "{f}: a tests file must be a file, not a folder"),
     ("t.jsonl", b'{"vars": {"n": 1' + b"0" * 30 + b'}}\n',
      "{f}:1: invalid JSON: integer 10000000000000000000... is too large (64 bits at most)"),
+    # a YAML/JSON tests file holds a test mapping or a list of them (the same item written
+    # inline is "tests #1 must be a string or a mapping")
+    *[(name, content, "{f}: no tests: the file holds nothing (write a test mapping or a list "
+       "of them)") for name, content in [("t.yaml", b""), ("t.yaml", b"# only a comment\n"),
+                                         ("t.json", b"null"), ("t.yml", b"~\n")]],
+    ("t.yaml", b"42\n", "{f}, test 1: the value must be a mapping, got 42"),
+    ("t.yaml", b"- 5\n", "{f}, test 1: the value must be a mapping, got 5"),
+    ("t.yaml", b"- null\n", "{f}, test 1: the value must be a mapping, got null"),
+    ("t.yaml", "- ünï ☕\n".encode(), "{f}, test 1: the value must be a mapping, got 'ünï ☕'"),
+    ("t.json", b'[{"vars": {}}, [1]]', "{f}, test 2: the value must be a mapping, got [1]"),
+    ("t.json", b'""', "{f}, test 1: the value must be a mapping, got ''"),
+    # every row as long as the header, as promptfoo's csv-parse wants: never a cell dropped,
+    # never a short row that becomes a test without its assertions
+    ("t.csv", b"id,q,__expected\nt1,hi,contains:hello\nt2\n",
+     "{f}:3: 1 cell where the header has 3"),
+    ("t.csv", "id,q,__expected\nt1,hï,contains:h\nt2,bye,bye,extra\n".encode(),
+     "{f}:3: 4 cells where the header has 3"),
+    ("t.csv", b'id,__expected\r\n"t\n1",contains:h\r\n\r\nt2,contains:a,\r\n',
+     "{f}:5: 3 cells where the header has 2"),
 ]
 
 
@@ -250,6 +269,54 @@ def test_bad_tests_file_is_one_line(tmp_path, name, content, message):
     with pytest.raises(ConfigError) as e:
         cb.load(suite)
     assert same(e.value.problems, message, tmp_path / name), e.value.problems
+
+
+@pytest.mark.parametrize("name,content,message", TEST_FILES)
+def test_bad_tests_file_exits_2_without_traceback(tmp_path, name, content, message):
+    (tmp_path / name).mkdir() if content is None else (tmp_path / name).write_bytes(content)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"tests: file://{name}\n")
+    result = invoke("eval", suite, "--db", tmp_path / "r.db")
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.exception
+    assert same(result.stderr.strip().splitlines(), "Error: " + message, tmp_path / name), \
+        result.stderr
+
+
+def test_every_item_that_is_no_test_is_named(tmp_path):
+    (tmp_path / "t.yaml").write_text("[1, 2]\n")
+    (tmp_path / "suite.yaml").write_text("tests: [file://t.yaml]\n")
+    result = invoke("eval", tmp_path / "suite.yaml", "--db", tmp_path / "r.db")
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr.splitlines() == [
+        f"Error: {tmp_path / 't.yaml'}, test 1: the value must be a mapping, got 1",
+        f"{tmp_path / 't.yaml'}, test 2: the value must be a mapping, got 2"]
+
+
+def test_a_tests_error_names_the_file_the_test_came_from(tmp_path):
+    """Not the last file of `tests:`, as it used to be."""
+    (tmp_path / "a.yaml").write_text("- 5\n")
+    (tmp_path / "b.yaml").write_text("- assert: [{type: contains, value: h}]\n")
+    (tmp_path / "suite.yaml").write_text("tests: [file://a.yaml, file://b.yaml]\n")
+    with pytest.raises(ConfigError) as e:
+        cb.load(tmp_path / "suite.yaml")
+    assert e.value.problems == [f"{tmp_path / 'a.yaml'}, test 1: the value must be a mapping, "
+                                "got 5"]
+
+
+CSV_ROWS = [
+    # (a tests CSV that is whole, the tests it holds): an empty line is no row
+    (b"id,__expected\nt1,contains:h\n\n", ["t1"]),
+    (b"id,__expected\r\nt1,contains:h\r\n\r\nt2,contains:a\r\n", ["t1", "t2"]),
+    ('id,__expected\n"ünï,\n☕",contains:h\n,\n'.encode(), ["ünï,\n☕", ""]),
+    (b"id,__expected\nt1,contains:h", ["t1"]),
+]
+
+
+@pytest.mark.parametrize("content,ids", CSV_ROWS)
+def test_a_whole_tests_csv_loads(tmp_path, content, ids):
+    (tmp_path / "t.csv").write_bytes(content)
+    (tmp_path / "suite.yaml").write_text("tests: file://t.csv\n")
+    assert [t.id for t in cb.load(tmp_path / "suite.yaml").tests] == ids
 
 
 def test_a_description_shared_by_two_tests_routes_no_row(tmp_path):

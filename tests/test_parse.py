@@ -6,7 +6,10 @@ import pytest
 from conftest import write_suite
 
 import checkllm_batch as cb
-from checkllm_batch.errors import ConfigError
+from checkllm_batch.errors import ConfigError, Where
+from checkllm_batch.spec import schema
+from checkllm_batch.spec.judge import JudgeConfig
+from checkllm_batch.spec.problems import validate
 
 
 def load(tmp_path, text):
@@ -179,3 +182,19 @@ def test_jsonl_tests_file(tmp_path):
                                       '"value": "a"}], "providerOutput": "abc"}\n')
     suite = load(tmp_path, "tests: file://t.jsonl\n")
     assert suite.tests[0].output == "abc" and suite.tests[0].description == "Row #1"
+
+
+TOP_LEVEL = [  # (a model, a value that breaks it as a whole: the error's location is empty)
+    (schema.Test, None, "must be a mapping, got null"),
+    (schema.Test, 5, "must be a mapping, got 5"),
+    (schema.Assertion, [1], "must be a mapping, got [1]"),
+    (JudgeConfig, "ünï", "must be a mapping, got 'ünï'"),
+    (dict[str, int], "", "must be a mapping, got ''"),
+    (list[int], {}, "must be a list, got {}"),
+]
+
+
+@pytest.mark.parametrize("model,raw,said", TOP_LEVEL)
+def test_an_error_on_the_whole_value_is_one_line(model, raw, said):
+    assert validate(model, raw, Where("f.yaml", 3, "test 1")) == [
+        f"f.yaml:3, test 1: the value {said}"]

@@ -83,6 +83,9 @@ class Suite:
     # the tools / functions each provider of the suite's `providers:` declares in its config,
     # by provider id and label: what promptfoo's tool-call checks validate against
     provider_tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # every file the suite read, resolved: itself, its defaultTest and tests files, the
+    # files its values and python checks name; inputs, which -o must not overwrite
+    files: tuple[str, ...] = ()
 
     @property
     def metrics(self) -> set[str]:

@@ -43,8 +43,19 @@ COMMON_FIELDS = {"value", "provider", "rubricPrompt"}  # besides schema.Assertio
 
 
 class _Problems(list):
+    """The problems found, and on the way every file the suite reads (its inputs, which
+    nothing may overwrite: see Suite.files)."""
+
+    def __init__(self, found: list[str], path: Path) -> None:
+        super().__init__(found)
+        self.files = [path]
+
     def add(self, where: Where, message: str) -> None:
         self.append(f"{where}: {message}")
+
+    def read(self, file: Path) -> Path:
+        self.files.append(file)
+        return file
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -53,16 +64,16 @@ def load_suite(path: str | Path) -> Suite:
     raw = load_yaml(path)
     if not isinstance(raw, dict):
         raise ConfigError([f"{path}: a suite must be a YAML mapping with `tests:`"])
-    problems = _Problems(validate(schema.Suite, raw, Where(str(path)), "top-level key"))
+    problems = _Problems(validate(schema.Suite, raw, Where(str(path)), "top-level key"), path)
     if problems:  # what follows relies on the top level's types
         raise ConfigError(problems)
     default = _default_test(raw, path, problems)
-    raw_tests, tests_source = _raw_tests(raw.get("tests"), path, problems)
+    raw_tests = _raw_tests(raw.get("tests"), path, problems)
     inline = bool(raw_tests)
     if not inline:
-        raw_tests = [{"description": "default test"}]
-    tests = tuple(t for t in (_test(i, t, default, tests_source, path.parent, problems)
-                              for i, t in enumerate(raw_tests)) if t is not None)
+        raw_tests = [({"description": "default test"}, str(path))]
+    tests = tuple(t for t in (_test(i, t, default, source, path.parent, problems)
+                              for i, (t, source) in enumerate(raw_tests)) if t is not None)
     _check_ids(tests, problems)
     if tests and not problems and not any(t.asserts for t in tests):
         problems.add(Where(str(path)), "no assertions: every case would pass; add `assert:` "
@@ -77,7 +88,8 @@ def load_suite(path: str | Path) -> Suite:
         raise ConfigError(problems)
     suite = Suite(path=str(path), tests=tests, derived_metrics=derived, inline_tests=inline,
                   judge=dict(judge), description=raw.get("description"),
-                  provider_tools=provider_tools)
+                  provider_tools=provider_tools,
+                  files=tuple(dict.fromkeys(str(f.resolve()) for f in problems.files)))
     _check_derived_names(suite, path)
     return suite
 
@@ -91,7 +103,7 @@ def _default_test(raw: dict, path: Path, problems: _Problems) -> dict:
             problems.add(Where(str(path), getattr(raw, "line", None)),
                          f"defaultTest must be a mapping or file://, got {default!r}")
             return {}
-        source = path.parent / default[len("file://"):]
+        source = problems.read(path.parent / default[len("file://"):])
         default = load_yaml(source)
     found = validate(schema.DefaultTest, default, Where(
         str(source), getattr(default, "line", None), "defaultTest"), "defaultTest field")
@@ -135,27 +147,26 @@ def _provider_tools(value: Any, path: Path, problems: _Problems) -> dict[str, di
     return found
 
 
-def _raw_tests(value: Any, path: Path, problems: _Problems) -> tuple[list[dict], str]:
+def _raw_tests(value: Any, path: Path, problems: _Problems) -> list[tuple[Any, str]]:
+    """Each test as written, with the file it comes from (the suite, or a tests file)."""
     from .testfiles import read_test_file
 
     if value is None:
-        return [], str(path)
+        return []
     refs = value if isinstance(value, list) else [value]
-    tests: list[dict] = []
-    source = str(path)
+    tests: list[tuple[Any, str]] = []
     for item in refs:
         if isinstance(item, str) and item.startswith("file://"):
-            file = path.parent / item[len("file://"):]
-            source = str(file)
+            file = problems.read(path.parent / item[len("file://"):])
             try:
-                tests.extend(read_test_file(file))
+                tests.extend((t, str(file)) for t in read_test_file(file))
             except ConfigError as e:
                 problems.extend(e.problems)
         elif isinstance(item, dict):
-            tests.append(item)
+            tests.append((item, str(path)))
         else:
             problems.add(Where(str(path)), f"tests: expected a test mapping or file://, got {item!r}")
-    return tests, source
+    return tests
 
 
 def _test(index: int, raw: Any, default: dict, source: str, base: Path,
@@ -236,7 +247,7 @@ def _assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: 
     for alias in atype.value_aliases:
         if value is None and fields.get(alias) is not None:
             value = fields[alias]
-    value = _script_ref(value, base) if atype.code_ref else \
+    value = _script_ref(value, base, problems) if atype.code_ref else \
         _load_value(value, base, where, problems)
     args = {k: fields[k] for k in atype.fields if k in fields}
     given = atype.null_value and "value" in fields  # `value: null` given, not left out
@@ -281,11 +292,11 @@ def _children(raw: Any, index: int | str, vars_: dict, base: Path, test_where: W
     return tuple(a for a in parsed if a is not None)
 
 
-def _script_ref(value: Any, base: Path) -> Any:
+def _script_ref(value: Any, base: Path, problems: _Problems) -> Any:
     """`file://checks.py:fn` with the path made absolute (relative to the suite file)."""
     if isinstance(value, str) and value.startswith("file://"):
         path, sep, fn = value[len("file://"):].partition(":")
-        return "file://" + str((base / path).resolve()) + sep + fn
+        return "file://" + str(problems.read(base / path).resolve()) + sep + fn
     return value
 
 
@@ -328,7 +339,7 @@ def _load_value(value: Any, base: Path, where: Where, problems: _Problems) -> An
         return [_load_value(v, base, where, problems) for v in value]
     if not (isinstance(value, str) and value.startswith("file://")):
         return value
-    file = base / value[len("file://"):]
+    file = problems.read(base / value[len("file://"):])
     try:
         if file.suffix in (".json", ".yaml", ".yml"):
             return load_yaml(file)

@@ -59,7 +59,7 @@ def _line(path: tuple, errors: list[ErrorDetails], model: Any, raw: Any, where: 
         known = _field_names(model, first["loc"][:-1])
         return (f'{place}: unknown {noun if len(path) == 1 else "field"} "{_name(path)}"'
                 + did_you_mean(str(path[-1]), known))
-    if first["type"] == "invalid_key" or first["loc"][-1] == "[key]":
+    if first["type"] == "invalid_key" or first["loc"][-1:] == ("[key]",):
         return f"{place}: {_name(path[:-1]) or 'the mapping'}: key {path[-1]!r} must be a string"
     phrases = list(dict.fromkeys(_phrase(e) for e in errors))
     said = phrases[0] + "".join(

@@ -62,14 +62,30 @@ def read_test_file(path: Path) -> list[dict]:
         return _jsonl_tests(path)
     if suffix in (".yaml", ".yml", ".json"):
         loaded = load_yaml(path)
+        if loaded is None:  # empty, only comments, or `null`
+            raise ConfigError([f"{path}: no tests: the file holds nothing (write a test "
+                               "mapping or a list of them)"])
         return loaded if isinstance(loaded, list) else [loaded]
     raise ConfigError([f"{path}: tests file must be .csv, .jsonl, .json, .yaml or .parquet"])
 
 
 def _csv_rows(path: Path) -> list[dict[str, str]]:
-    reader = csv.DictReader(io.StringIO(decode(path.read_bytes(), path), newline=""))
-    _unique_columns(list(reader.fieldnames or []), path)
-    return list(reader)
+    """The rows under the header; a row of another length is refused, as promptfoo's
+    csv-parse does, never cut short or padded into a test that lost its assertions."""
+    reader = csv.reader(io.StringIO(decode(path.read_bytes(), path), newline=""))
+    header = next(reader, [])
+    _unique_columns(header, path)
+    rows, ragged, line = [], [], reader.line_num + 1
+    for row in reader:
+        if row and len(row) != len(header):  # (an empty line is no row)
+            ragged.append(f"{path}:{line}: {len(row)} cell{'s' * (len(row) > 1)} where the "
+                          f"header has {len(header)}")
+        elif row:
+            rows.append(dict(zip(header, row)))
+        line = reader.line_num + 1
+    if ragged:
+        raise ConfigError(ragged)
+    return rows
 
 
 def _unique_columns(names: list[str], path: Path) -> None:

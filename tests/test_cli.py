@@ -132,9 +132,10 @@ def test_missing_files_exit_2(tmp_path):
     assert result.exit_code == 2 and "outputs file not found" in result.output
 
 
-def test_a_failed_run_keeps_its_committed_batches_and_is_never_read_as_complete(tmp_path):
-    """Row 6 names an unknown test: the run fails in batch 3. Batches 1-2 stay committed
-    (whole: cases, results and their run_batches rows); readers skip the failed run."""
+def test_a_run_failed_on_bad_input_keeps_no_results_and_is_never_read_as_complete(tmp_path):
+    """Row 6 names an unknown test: the run fails in batch 3. Batches 1-2 were committed,
+    and are removed with the run's failure (no resume goes past a bad row; Ctrl-C and
+    crashes keep theirs: test_interrupt.py, test_crash_resume.py); readers skip the run."""
     rows = [{"test_id": "capital", "output": "x"}] * 5 + [{"test_id": "bad", "output": "x"}]
     path = tmp_path / "outputs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -144,10 +145,8 @@ def test_a_failed_run_keeps_its_committed_batches_and_is_never_read_as_complete(
     assert result.exit_code == 2
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT status FROM runs").fetchall() == [("failed",)]
-        assert con.execute("SELECT count(*), count(DISTINCT case_id), max(case_id) "
-                           "FROM test_results").fetchall() == [(4, 4, 3)]
-        assert con.execute("SELECT list(rows ORDER BY batch), sum(rows) FROM run_batches"
-                           ).fetchall() == [([2, 2], 4)]
+        for table in ("cases", "assertion_results", "test_results", "run_batches"):
+            assert con.execute(f"SELECT count(*) FROM {table}").fetchall() == [(0,)], table
     metrics = invoke("metrics", "--db", db)
     assert metrics.exit_code == 2 and "no finished run" in metrics.output
 

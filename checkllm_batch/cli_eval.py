@@ -32,6 +32,8 @@ def check_output_flag(spec, outputs: str | None, output_path: str | None) -> Non
     names an input: the outputs, the suite, or a file the suite reads."""
     if output_path is None:
         return
+    from .analysis.export import results_format
+
     target = str(Path(output_path).resolve())
     if outputs is not None and str(Path(outputs).resolve()) == target:
         raise UserError(f"-o {output_path} is the outputs file: -o writes the results, "
@@ -40,6 +42,7 @@ def check_output_flag(spec, outputs: str | None, output_path: str | None) -> Non
         what = "the suite" if target == spec.files[0] else "a file the suite reads"
         raise UserError(f"-o {output_path} is {what}: -o writes the results, "
                         "give it another name")
+    results_format(Path(output_path))
     if outputs is None and not (spec.inline_tests and all(t.output is not None
                                                            for t in spec.tests)):
         raise UserError(f"-o/--output names the results file to write, as in promptfoo; "

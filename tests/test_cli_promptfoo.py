@@ -161,10 +161,16 @@ def test_dash_o_cannot_overwrite_what_the_suite_reads(files, tmp_path, monkeypat
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
 
 
-def test_unknown_results_format_is_named(files, tmp_path):
+@pytest.mark.parametrize("name, message", [
+    ("r.xlsx", "unknown results format '.xlsx'"),
+    ("missing/r.json", "cannot write:"),
+])
+def test_a_results_file_that_cannot_be_written_is_refused_before_the_run(files, tmp_path, name,
+                                                                          message):
     suite, outs, db = files
-    result = invoke("eval", suite, "--outputs", outs, "-o", tmp_path / "r.xlsx", "--db", db)
-    assert result.exit_code == 2 and "unknown results format '.xlsx'" in result.output
+    result = invoke("eval", suite, "--outputs", outs, "-o", tmp_path / name, "--db", db)
+    assert result.exit_code == 2 and message in result.output
+    assert not db.exists()  # no run scored first
 
 
 FILTERS = [  # (flags, cases kept: (test_id, provider))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
@@ -55,13 +56,24 @@ _CASES = """
     WHERE c.run_id = ? GROUP BY ALL ORDER BY c.case_id"""
 
 
-def write_results(results, run_id: str, path: Path) -> Path:
-    """`eval -o FILE`, as promptfoo's: one row per case with its verdict and its
-    assertions' results, in the format the extension names (.html: the report)."""
+def results_format(path: Path) -> str:
+    """The format of `eval -o FILE`, checked before the run: its extension known, its folder
+    one to write in (a typo must not cost a whole run first)."""
     fmt = RESULT_FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise InputError(f"{path}: unknown results format {path.suffix!r}; use "
                          + ", ".join(RESULT_FORMATS))
+    folder = path.resolve().parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise InputError(f"{path}: cannot write: {folder} is not a folder this user can write "
+                         "in")
+    return fmt
+
+
+def write_results(results, run_id: str, path: Path) -> Path:
+    """`eval -o FILE`, as promptfoo's: one row per case with its verdict and its
+    assertions' results, in the format the extension names (.html: the report)."""
+    fmt = results_format(path)
     if fmt == "html":
         return results.report(path, run_id)
     frame = results.query(_CASES, [run_id])

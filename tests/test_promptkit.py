@@ -286,9 +286,10 @@ def test_no_tool_calls_column_is_an_error(tmp_path):
     assert r["status"] == "error" and "no tool_calls recorded" in r["reason"]
 
 
-def test_invalid_tool_calls_is_an_error(tmp_path):
+@pytest.mark.parametrize("calls", ["not json", ""])  # "" alone: Polars decodes no row
+def test_invalid_tool_calls_is_an_error(tmp_path, calls):
     [r] = results(tmp_path, {"type": "tools-called", "value": ["f"]},
-                  [{"output": "x", "tool_calls": "not json"}])
+                  [{"output": "x", "tool_calls": calls}])
     assert r["status"] == "error" and "tool_calls is not valid" in r["reason"]
 
 

@@ -78,6 +78,8 @@ def _decode_names(values: pl.Series) -> pl.Series:
         names = values.str.json_decode(_NAMES).list.eval(pl.coalesce(
             pl.element().struct.field("function").struct.field("name"),
             pl.element().struct.field("name")))
+        if len(names) != len(values):  # Polars decodes a batch of only "" into no rows
+            raise pl.exceptions.ShapeError("an empty JSON document")
         problem = pl.Series([None] * len(values), dtype=pl.String)
     except pl.exceptions.PolarsError:
         def one(text: str | None) -> Outcome:

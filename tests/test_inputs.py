@@ -190,6 +190,8 @@ ROWS_WITHOUT = [
      "{f}: row 2 has no test_id (the id or description of the test it answers)"),
     (['{"test_id": "t1", "output": "h"}', '{"test_id": null, "output": "b"}'],
      "{f}: row 2 has no test_id (the id or description of the test it answers)"),
+    (['\ufeff{"test_id": "t1", "output": "h"}', '{"test_id": "t2", "output": "b"}'],
+     [("pass", None), ("pass", None)]),  # a byte-order mark, as in a CSV file
 ]
 
 

@@ -35,6 +35,7 @@ from .cases import CORE, JSON_VAR
 # same CPU time. Narrow rows still come `batch_rows` at a time.
 BATCH_BYTES = 64 << 20
 
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
            ".parquet": "parquet", ".arrow": "arrow", ".ipc": "arrow", ".feather": "arrow"}
 
@@ -208,7 +209,7 @@ def _is_json_document(path: Path) -> bool:
     with path.open("rb") as f:
         first = next((line for line in f if line.strip()), b"")
     try:
-        line = orjson.loads(first)
+        line = orjson.loads(first.removeprefix(BOM))
     except orjson.JSONDecodeError:
         return True
     return not isinstance(line, dict) or isinstance(line.get("results"), dict)
@@ -217,7 +218,7 @@ def _is_json_document(path: Path) -> bool:
 def _json_document(path: Path, rows: int) -> Iterator[pa.RecordBatch]:
     """promptfoo's results.json, or a JSON array of row objects."""
     try:
-        document = orjson.loads(path.read_bytes())
+        document = orjson.loads(path.read_bytes().removeprefix(BOM))
     except orjson.JSONDecodeError as e:
         raise InputError(f"{path}: malformed JSON: {e}") from None
     results = promptfoo.results_of(document)
@@ -252,6 +253,8 @@ def _jsonl_records(path: Path) -> Iterator[dict]:
     convert = None
     with path.open("rb") as f:
         for n, line in enumerate(f, 1):
+            if n == 1:
+                line = line.removeprefix(BOM)  # as the CSV reader takes it
             if not line.strip():
                 continue
             try:

@@ -186,6 +186,39 @@ def test_bad_dataset_exits_2_with_one_line(tmp_path, name, content, message):
     assert same(result.output.strip().splitlines(), "Error: " + message, path), result.output
 
 
+ROWS_WITHOUT = [
+    # (JSONL rows, what the run ends as with --batch-rows 1 or a larger batch alike: each
+    # case's status and reason, or the one error line)
+    (['{"test_id": "t1", "output": "h"}', '{"test_id": "t1"}', '{"test_id": "t2", "output": "b"}'],
+     [("pass", None), ("fail", "output is null"), ("pass", None)]),
+    (['{"test_id": "t1", "output": "h"}', '{"output": "b"}'],
+     "{f}: row 2 has no test_id (the id or description of the test it answers)"),
+    (['{"test_id": "t1", "output": "h"}', '{"test_id": null, "output": "b"}'],
+     "{f}: row 2 has no test_id (the id or description of the test it answers)"),
+    (['\ufeff{"test_id": "t1", "output": "h"}', '{"test_id": "t2", "output": "b"}'],
+     [("pass", None), ("pass", None)]),  # a byte-order mark, as in a CSV file
+]
+
+
+@pytest.mark.parametrize("batch_rows", [1, 1000])
+@pytest.mark.parametrize("lines,expected", ROWS_WITHOUT)
+def test_a_jsonl_row_without_a_key_is_the_same_in_any_batch(tmp_path, lines, expected,
+                                                            batch_rows):
+    """A row without `output` used to end the run ("no `output` column") when no row of its
+    batch had one; a row without test_id was "test_id None is the description of 2 tests"."""
+    suite, path = tmp_path / "suite.yaml", tmp_path / "out.jsonl"
+    suite.write_text("tests:\n  - id: t1\n    assert: [{type: contains, value: h}]\n"
+                     "  - id: t2\n    assert: [{type: equals, value: b}]\n")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if isinstance(expected, str):
+        with pytest.raises(InputError) as e:
+            cb.evaluate(suite, path, batch_rows=batch_rows)
+        assert same([str(e.value)], expected, path), str(e.value)
+        return
+    got = cb.evaluate(suite, path, batch_rows=batch_rows).assertion_results.sort("case_id")
+    assert got.select("status", "reason").rows() == expected
+
+
 def test_a_control_character_in_a_name_stays_on_the_error_line(tmp_path):
     """A column name from a damaged file holding a line separator (\\x1c, U+2028) is
     printed escaped: the error stays one line naming the file."""

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import polars as pl
 import pytest
+from click.testing import CliRunner
 from conftest import run
 
 import checkllm_batch as cb
+from checkllm_batch.cli import main
 
 CASES = [  # (assertion, row vars and output, expected statuses)
     ({"type": "equals", "value": "{{expected}}"},
@@ -132,3 +135,86 @@ def test_templated_provider_tools_are_rendered_per_case(tmp_path):
                             "unit": ["celsius", "kelvin"]})
     got = cb.evaluate(suite, outputs).assertion_results.sort("case_id")
     assert got["status"].to_list() == ["pass", "fail"]
+
+
+# A JSONL dataset's columns are decided from the whole file: a row's verdict is the same
+# whatever rows share its batch. [pf] verdicts are promptfoo 0.123.1's with the same vars as
+# test vars (QA's repros: semantics/repro2 and repro3 pf_out.json, t_rows and t_rows2).
+JSONL_CASES = [  # (assertion, JSONL rows, expected statuses)
+    ({"type": "equals", "value": "{{n}}"},  # a column of strings and numbers
+     [{"output": "x", "n": "x"}, {"output": "1", "n": 1}], ["pass", "pass"]),  # [pf] repro2
+    ({"type": "equals", "value": "{{n}}"},
+     [{"output": "1", "n": 1}, {"output": "x", "n": "x"}, {"output": "true", "n": True}],
+     ["pass", "pass", "pass"]),  # [pf] t_rows g1
+    ({"type": "word-count", "value": "{{n}}"},
+     [{"output": "a b", "n": 2}, {"output": "a b c", "n": 3.0}, {"output": "a", "n": "1"}],
+     ["pass", "pass", "pass"]),  # [pf] t_rows g18
+    ({"type": "equals", "value": "{{o.k}}"},
+     [{"output": "1", "o": {"k": 1}}, {"output": "x", "o": {"k": "x"}}, {"output": "", "o": {}}],
+     ["pass", "pass", "pass"]),  # [pf] t_rows g4
+    ({"type": "equals", "value": "{{o | dump}}"},  # objects of other keys gain none
+     [{"output": '{"j":2}', "o": {"j": 2}}, {"output": '{"k":1}', "o": {"k": 1}, "n": "v"}],
+     ["pass", "pass"]),  # [pf] repro3
+    ({"type": "equals", "value": "{{o | dump}}"},
+     [{"output": '{"k":1}', "o": {"k": 1}}, {"output": '{"k":1.5,"j":null}',
+                                            "o": {"k": 1.5, "j": None}},
+      {"output": '{"j":2}', "o": {"j": 2}}], ["pass", "pass", "pass"]),  # [pf] t_rows g5
+    ({"type": "python", "value": "'k' not in context['vars']['o']"},
+     [{"output": '{"j":2}', "o": {"j": 2}}, {"output": '{"k":1}', "o": {"k": 1}, "n": "v"}],
+     ["pass", "fail"]),  # [pf] repro3
+    ({"type": "equals", "value": "{{l | dump}}"},  # a list of mixed items
+     [{"output": '[1,"a"]', "l": [1, "a"]}, {"output": '["b"]', "l": ["b"]}],
+     ["pass", "pass"]),  # [pf] t_rows2 g14
+    ({"type": "equals", "value": "{{n | default('d')}}"},  # a key missing: undefined
+     [{"output": "d"}, {"output": "v", "n": "v"}], ["pass", "pass"]),  # [pf] t_rows2 g16
+    ({"type": "equals", "value": "{% if n is defined %}D{% else %}U{% endif %}"},
+     [{"output": "U"}, {"output": "D", "n": "v"}], ["pass", "pass"]),  # [pf] t_rows2 g17
+    ({"type": "python", "value": "'n' not in context['vars']"},
+     [{"output": "x"}, {"output": "y", "n": "v"}], ["pass", "fail"]),  # [pf] t_rows2 g18
+    ({"type": "equals", "value": "{{n}}"},  # JSON null and a missing key print nothing
+     [{"output": "", "n": None}, {"output": ""}, {"output": "é", "n": "é\n"}],
+     ["pass", "pass", "pass"]),
+    ({"type": "equals", "value": "{{n}}"},  # beyond int64: a double, as in JavaScript
+     [{"output": "9223372036854776000", "n": 2**63, "l": [2**63]}, {"output": "1", "n": 1}],
+     ["pass", "pass"]),
+    ({"type": "equals", "value": "<{{n}}>"},  # as JavaScript's String() prints each value
+     [{"output": "<3>", "n": 3.0}, {"output": "<12345678901234568>", "n": 12345678901234567},
+      {"output": "<[object Object]>", "n": {"a": [1]}}, {"output": "<false>", "n": False},
+      {"output": "<1,2,[object Object],,x>", "n": [1, [2, {"a": 1}], None, "x"]},
+      {"output": "<>", "n": []}, {"output": "<0.0000015>", "n": 1.5e-6}],
+     ["pass"] * 7),
+]
+
+
+@pytest.mark.parametrize("assertion,rows,statuses", JSONL_CASES)
+def test_jsonl_values_do_not_depend_on_the_batch(tmp_path, assertion, rows, statuses):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(json.dumps({"defaultTest": {"assert": [assertion]}}))
+    path = tmp_path / "out.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = {}
+    for batch_rows in (1, 1000):
+        frame = cb.evaluate(suite, path, batch_rows=batch_rows).assertion_results.sort("case_id")
+        got[batch_rows] = frame.select("status", "score", "reason").rows()
+    assert got[1] == got[1000]
+    assert [s for s, _, _ in got[1]] == statuses, got[1]
+
+
+def test_json_vars_hold_in_a_json_array_and_through_filters(tmp_path):
+    """The JSON array's rows are typed from all of them; --filter-* keeps the marking."""
+    rows = [{"output": "x", "n": "x"}, {"output": "1", "n": 1}, {"output": "u"}]  # [pf] repro2
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(json.dumps({"defaultTest": {"assert": [
+        {"type": "equals", "value": "{{ n | default('u') }}"}]}}))
+    array, lines = tmp_path / "out.json", tmp_path / "out.jsonl"
+    array.write_text(json.dumps(rows))
+    lines.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = cb.evaluate(suite, array, batch_rows=1).assertion_results.sort("case_id")
+    assert got["status"].to_list() == ["pass"] * 3, got["reason"].to_list()
+    db = tmp_path / "r.duckdb"
+    result = CliRunner().invoke(main, ["eval", str(suite), "--outputs", str(lines), "--db",
+                                       str(db), "--filter-first-n", "3"])
+    assert result.exit_code == 0, result.output
+    with duckdb.connect(str(db)) as con:
+        assert con.sql("SELECT status FROM assertion_results ORDER BY case_id").fetchall() \
+            == [("pass",)] * 3

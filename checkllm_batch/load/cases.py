@@ -5,6 +5,8 @@ A case has the columns the engine reads: case_id, test_index, output (text), out
 (list of floats), tool_calls (JSON text; null when the outputs have no such column, `[]` for
 a row without calls), tools (JSON text or null), and `var.<name>` for each var a
 `{{template}}` uses. Other outputs columns are vars (SPEC §1). A missing column is null.
+A var column marked JSON_VAR (a JSON file's, see outputs.py) holds each row's JSON text, or
+null where the row has no such key: the case's `vars` embed it as JSON, or leave it out.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..spec.model import Suite
 
 CORE = {"output", "output_kind", "test_id", "__test_index", "provider", "prompt", "latency_ms",
         "cost", "logprobs", "tool_calls", "tools", "metadata", "finish_reason", "description"}
+JSON_VAR = b"checkllm:json"  # Arrow field metadata: a var column of JSON texts
 _NUMERIC = ("latency_ms", "cost")
 _NUMBER = r"(?:-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|null)"
 _NUMBER_LIST = rf"^\s*\[\s*(?:{_NUMBER}(?:\s*,\s*{_NUMBER})*)?\s*\]\s*$"
@@ -48,6 +51,7 @@ class CaseBuilder:
             raise InputError(f"{source}: no `output` column{guess}; columns are: "
                              + ", ".join(schema.names))
         self.row_vars = [n for n in schema.names if n not in CORE]
+        self.json_vars = {f.name for f in schema if JSON_VAR in (f.metadata or {})}
         self.by_name = _test_names(self.suite)
         self.tests = self._tests_frame()
 
@@ -86,8 +90,6 @@ class CaseBuilder:
         df = df.with_columns(case_id=pl.int_range(first_case_id, first_case_id + df.height,
                                                   dtype=pl.Int64))
         df = df.with_columns(test_index=self._test_index(df))
-        row_json = (pl.struct(self.row_vars).struct.json_encode().str.slice(1)
-                    if self.row_vars else pl.lit("}"))
         columns = [
             "case_id", "test_index",
             *_output(df),
@@ -98,16 +100,40 @@ class CaseBuilder:
             *_provider_metadata(df),
             pl.col("test_id").cast(pl.String) if "test_id" in df.columns
             else pl.lit(None, pl.String).alias("test_id"),
-            row_json.alias("__row_vars"),
-            *(_as_text(df, name).alias(template.var_column(name))
+            self._row_json().alias("__row_vars"),
+            *((_json_as_text(name) if name in self.json_vars else _as_text(df, name))
+              .alias(template.var_column(name))
               for name in self.plan.template_vars if name in self.row_vars),
         ]
         cases = df.select(columns).join(self.tests, on="test_index", how="left")
         return cases.with_columns(
             test_id=pl.coalesce("test_id", "__test_id"),
             prompt=pl.coalesce("prompt", "__test_prompt"),
-            vars=pl.concat_str(["__vars_head", "__row_vars"]),
+            vars=self._vars(),
         ).drop("__test_id", "__test_prompt", "__vars_head", "__row_vars")
+
+    def _row_json(self) -> pl.Expr:
+        """The row's vars as the end of a JSON object: '"a":1,"b":"x"}'. A JSON var's text
+        goes in as it is, and a row without it leaves it out."""
+        if not self.json_vars:
+            return (pl.struct(self.row_vars).struct.json_encode().str.slice(1)
+                    if self.row_vars else pl.lit("}"))
+        members = []
+        for name in self.row_vars:
+            if name in self.json_vars:
+                members.append(pl.concat_str(pl.lit(json.dumps(name) + ":"), pl.col(name)))
+            else:
+                encoded = pl.struct(name).struct.json_encode()  # '{"<name>":<json>}'
+                members.append(encoded.str.slice(1, encoded.str.len_chars() - 2))
+        return pl.concat_str(pl.concat_str(members, separator=",", ignore_nulls=True), pl.lit("}"))
+
+    def _vars(self) -> pl.Expr:
+        """A case's vars: its test's own, then its row's (no comma after the test's where
+        the row has none: every one of its vars is a JSON var it lacks)."""
+        head, row = pl.col("__vars_head"), pl.col("__row_vars")
+        if self.json_vars:
+            head = pl.when(row == "}").then(head.str.strip_suffix(",")).otherwise(head)
+        return pl.concat_str(head, row)
 
     def _number(self, df: pl.DataFrame, name: str) -> pl.Expr:
         """latency_ms / cost as floats; text that is no number is null for its row."""
@@ -134,6 +160,9 @@ class CaseBuilder:
         if bad.any():
             row = int(bad.arg_true()[0])
             name = ids[row]
+            if name is None:
+                raise InputError(f"{self.source}: row {int(df['case_id'][row]) + 1} has no "
+                                 "test_id (the id or description of the test it answers)")
             shared = [t.where.test or f"test {t.index + 1}" for t in self.suite.tests
                       if t.description == name]
             if len(shared) > 1:
@@ -234,6 +263,24 @@ def _as_text(df: pl.DataFrame, name: str) -> pl.Expr:
     if dtype == pl.String:  # promptfoo cuts one trailing newline from a string var
         return pl.col(name).str.strip_suffix("\n")
     return _printed(pl.col(name), dtype)
+
+
+def _json_as_text(name: str) -> pl.Expr:
+    """A JSON var as `_as_text` prints its value: a string's text (one trailing newline cut),
+    a number, true or false as JavaScript prints them, an object as "[object Object]", an
+    array's items joined by "," (template.json_printed); null, or no value, is null."""
+    text = pl.col(name)
+    first = text.str.head(1)
+    string, number, array = first == '"', first.is_in(list("-0123456789")), first == "["
+
+    def only(rows: pl.Expr) -> pl.Expr:  # those rows' text, the others null: not decoded
+        return pl.when(rows).then(text)
+
+    return (pl.when(string).then(only(string).str.json_decode(pl.String).str.strip_suffix("\n"))
+            .when(number).then(_printed(only(number).cast(pl.Float64), pl.Float64))
+            .when(text.is_in(["true", "false"])).then(text)
+            .when(first == "{").then(pl.lit("[object Object]"))
+            .when(array).then(template.json_printed(only(array))))
 
 
 def _printed(col: pl.Expr, dtype: pl.DataType | pl.datatypes.DataTypeClass) -> pl.Expr:

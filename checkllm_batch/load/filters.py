@@ -36,7 +36,9 @@ def apply(filters: Filters, suite: Suite, batches: Iterator[pa.RecordBatch]) -> 
     # one key per row, drawn in the rows' order from one stream: the sample does not depend
     # on how the rows are cut into batches (`--batch-rows`)
     keys = np.random.default_rng(filters.seed)
+    marked: dict[str, dict] = {}  # field metadata Polars drops (a JSON file's JSON vars)
     for batch in batches:
+        marked |= {f.name: f.metadata for f in batch.schema if f.metadata}
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
         frame = frame.with_row_index("__row", offset)
@@ -54,7 +56,9 @@ def apply(filters: Filters, suite: Suite, batches: Iterator[pa.RecordBatch]) -> 
         if filters.first_n is not None and count >= filters.first_n:
             break
     rows = pl.concat(kept, how="diagonal_relaxed") if kept else pl.DataFrame()
-    return rows.sort("__row").drop("__row", "__key", strict=False).to_arrow()
+    table = rows.sort("__row").drop("__row", "__key", strict=False).to_arrow()
+    return pa.Table.from_arrays(table.columns, schema=pa.schema(
+        [f.with_metadata(marked[f.name]) if f.name in marked else f for f in table.schema]))
 
 
 def _matches(frame: pl.DataFrame, suite: Suite, pattern: str) -> pl.Series:

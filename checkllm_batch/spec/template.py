@@ -143,6 +143,19 @@ def _self_referencing(rows: pl.DataFrame, names: list[str]) -> bool:
                and rows[var_column(n)].str.contains("{{", literal=True).any() for n in names)
 
 
+def json_printed(texts: pl.Expr) -> pl.Expr:
+    """JSON texts as JavaScript's String() prints their values (null stays null), once per
+    distinct text: an array's items joined by "," (a nested object "[object Object]")."""
+
+    def run(values: pl.Series) -> pl.Series:
+        uniq = values.drop_nulls().unique()
+        printed = [stringify(json.loads(v)) for v in uniq.to_list()]  # per distinct value
+        table = pl.DataFrame({"v": uniq, "t": printed}, schema={"v": pl.String, "t": pl.String})
+        return values.to_frame("v").join(table, on="v", how="left", maintain_order="left")["t"]
+
+    return texts.map_batches(run, return_dtype=pl.String)
+
+
 def over_vars(render_one: Callable[[dict[str, Any]], str]) -> pl.Expr:
     """{text, error} per row, rendering once per distinct `vars` of the batch."""
 

@@ -554,3 +554,17 @@ def test_a_dictionary_of_strings_is_text(tmp_path, name):
                      ("a", "ünï", "text", '{"code":""}')]
     statuses = run.assertion_results.sort("case_id")["status"].to_list()
     assert statuses == ["pass", "pass", "error"]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_rows_description_is_its_cases(tmp_path, suffix):
+    """A `description` column describes its row's case (the filters read it too); a row
+    without one keeps its test's. It used to vanish: neither a var nor the description."""
+    suite, path = tmp_path / "suite.yaml", tmp_path / f"out{suffix}"
+    suite.write_text("defaultTest:\n  assert: [{type: contains, value: '{{w}}'}]\n")
+    frame = pl.DataFrame({"output": ["hello", "bye"], "description": ["greeting", None],
+                          "w": ["hello", "x"]})
+    frame.write_parquet(path) if suffix == ".parquet" else frame.write_ndjson(path)
+    run = cb.evaluate(suite, str(path), db=tmp_path / "r.duckdb")
+    rows = run.con.execute("SELECT description, vars FROM cases ORDER BY case_id").fetchall()
+    assert rows == [("greeting", '{"w":"hello"}'), ("default test", '{"w":"x"}')]

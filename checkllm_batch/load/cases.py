@@ -100,6 +100,8 @@ class CaseBuilder:
             *_provider_metadata(df),
             pl.col("test_id").cast(pl.String) if "test_id" in df.columns
             else pl.lit(None, pl.String).alias("test_id"),
+            (pl.col("description").cast(pl.String) if "description" in df.columns
+             else pl.lit(None, pl.String)).alias("__row_description"),
             self._row_json().alias("__row_vars"),
             *((_json_as_text(name) if name in self.json_vars else _as_text(df, name))
               .alias(template.var_column(name))
@@ -109,8 +111,9 @@ class CaseBuilder:
         return cases.with_columns(
             test_id=pl.coalesce("test_id", "__test_id"),
             prompt=pl.coalesce("prompt", "__test_prompt"),
+            description=pl.coalesce("__row_description", "description"),  # the row's own first
             vars=self._vars(),
-        ).drop("__test_id", "__test_prompt", "__vars_head", "__row_vars")
+        ).drop("__test_id", "__test_prompt", "__vars_head", "__row_vars", "__row_description")
 
     def _row_json(self) -> pl.Expr:
         """The row's vars as the end of a JSON object: '"a":1,"b":"x"}'. A JSON var's text

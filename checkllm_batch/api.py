@@ -78,11 +78,15 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     large = total is None or total >= pool.POOL_MIN  # a file of unknown length may be
     if large and any(p.atype.pooled for p in plan.assertions):
         pool.start()  # the workers start up while the first batch is read
-    first = next(batches, None)
-    if first is None:
-        raise InputError(f"{source}: no rows")
-    builder = CaseBuilder(plan, first.schema, source)
-    batches = itertools.chain([first], batches)
+    try:
+        first = next(batches, None)
+        if first is None:
+            raise InputError(f"{source}: no rows")
+        builder = CaseBuilder(plan, first.schema, source)
+    except BaseException:
+        _stop_reading(batches)
+        raise
+    reader, batches = batches, itertools.chain([first], batches)
     del first  # not held for the whole run: the builder keeps its schema
     con = store.connect(db)
     # One writer thread: DuckDB stores batch k while Polars evaluates batch k + 1; the
@@ -124,6 +128,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
             # a batch evaluated whole and handed to the writer is saved, even if the writer
             # has not picked it up yet: cancelling it would lose work a resume then repeats
             writer.shutdown(wait=True)
+            _stop_reading(reader)
             interrupted = isinstance(e, KeyboardInterrupt)
             store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
                            "interrupted" if interrupted else "failed",
@@ -212,6 +217,11 @@ def _batches(suite: Suite, outputs: Outputs, rows: int, config: dict[str, Any] |
         return source, read_ahead(read_batches(source, rows)), row_count(source), source
     table = inline_outputs(suite)
     return suite.path, rechunk(table.to_batches(), rows), table.num_rows, None
+
+
+def _stop_reading(reader: Iterator) -> None:
+    """The source's reader stops and closes its file or connection now, not at exit."""
+    getattr(reader, "close", lambda: None)()
 
 
 def _keeps_text(con, run_id: str, resume: str | None, copy: bool, outputs: Outputs,

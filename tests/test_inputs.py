@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -455,6 +460,46 @@ def test_the_reader_runs_one_batch_ahead_and_no_more():
     assert [next(batches) for _ in range(3)] == [1, 2, 3]
     with pytest.raises(OSError, match="damaged after four batches"):
         next(batches)
+
+
+def test_a_reader_left_early_closes_its_source():
+    """A later stage fails (an unknown test_id in batch 3): the reader stops and its source
+    (a file, a DuckDB connection) is closed then, not left open in a thread to the end of
+    the process, where DuckDB reported its objects as leaked."""
+    from checkllm_batch.load.outputs import read_ahead
+
+    closed: list[bool] = []
+
+    def source():
+        try:
+            yield from range(100)
+        finally:
+            closed.append(True)
+
+    batches = read_ahead(source())
+    assert next(batches) == 0
+    batches.close()
+    assert closed == [True]
+
+
+@pytest.mark.parametrize("table, message", [
+    ("SELECT 'a' AS outpt FROM range(10)", "no `output` column"),
+    ("SELECT 'a' AS output, CASE WHEN range = 5 THEN 'nope' ELSE 't' END AS test_id "
+     "FROM range(10)", "row 6: test_id 'nope' matches no test"),
+])
+def test_a_duckdb_source_stopped_by_bad_input_is_one_line(tmp_path, table, message):
+    source = tmp_path / "src.duckdb"
+    with duckdb.connect(str(source)) as con:
+        con.execute(f"CREATE TABLE outs AS {table}")
+    (tmp_path / "s.yaml").write_text("tests:\n  - id: t\n    assert: [{type: contains, "
+                                     "value: a}]\n")
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "checkllm-batch"), "eval", "s.yaml", "--outputs",
+         f"duckdb:{source}:outs", "--db", "r.duckdb", "--batch-rows", "2"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"Error: duckdb:{source}:outs: ") and message in line
 
 
 CSV_CELLS = [

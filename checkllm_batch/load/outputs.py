@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from queue import Queue
-from threading import Semaphore, Thread
+from threading import Event, Semaphore, Thread
 from typing import Any, Iterable, Iterator
 
 import duckdb
@@ -176,25 +176,37 @@ def read_ahead(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Decode the next batch in a thread while the caller works on this one (Arrow's
     readers release the GIL). One batch ahead, no more: the next read starts when the
     caller takes the batch read before it (a bounded queue would let the reader hold one
-    more, ~64 MiB, while it waits to hand it over). Reader errors surface in order."""
+    more, ~64 MiB, while it waits to hand it over). Reader errors surface in order. When
+    the caller stops early (an error in a later stage), the reader stops too and closes its
+    source (a file, a DuckDB connection) instead of holding it to the end of the process."""
     queue: Queue = Queue()
     taken = Semaphore(1)  # a read may start
+    stop = Event()
     done = object()
 
     def produce() -> None:
         try:
-            while taken.acquire() and (batch := next(batches, done)) is not done:
+            while taken.acquire() and not stop.is_set() and \
+                    (batch := next(batches, done)) is not done:
                 queue.put(batch)
         except BaseException as e:  # handed to the consumer, raised there
             queue.put(e)
+        finally:
+            getattr(batches, "close", lambda: None)()
         queue.put(done)
 
-    Thread(target=produce, daemon=True).start()
-    while (item := queue.get()) is not done:
+    reader = Thread(target=produce, daemon=True)
+    reader.start()
+    try:
+        while (item := queue.get()) is not done:
+            taken.release()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
         taken.release()
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+        reader.join(timeout=10)  # a read under way ends first: then its source is closed
 
 
 def fingerprint(outputs: str | pa.Table | None) -> str | None:
@@ -428,10 +440,9 @@ def _duckdb(source: str, rows: int) -> Iterator[pa.RecordBatch]:
         raise InputError(f"{source}: write duckdb:path.duckdb:table") from None
     if not Path(path).exists():
         raise InputError(f"{path}: database not found")
-    con = duckdb.connect(path, read_only=True)
-    try:
-        reader = con.sql(f"SELECT * FROM {table}").to_arrow_reader(rows)
-    except duckdb.Error as e:
-        raise InputError(f"{source}: {str(e).splitlines()[0]}") from None
-    yield from (checked(b, source) for b in reader)
-    con.close()
+    with duckdb.connect(path, read_only=True) as con:  # closed however the reading ends
+        try:
+            reader = con.sql(f"SELECT * FROM {table}").to_arrow_reader(rows)
+        except duckdb.Error as e:
+            raise InputError(f"{source}: {str(e).splitlines()[0]}") from None
+        yield from (checked(b, source) for b in reader)

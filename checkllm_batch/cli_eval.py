@@ -56,12 +56,12 @@ def check_output_flag(spec, outputs: str | None, output_path: str | None) -> Non
 
 def looks_like_outputs(path: str) -> bool:
     """An existing dataset with an `output` column and no verdict: not our results file."""
-    from .load.outputs import FORMATS, read_batches
+    from .load.outputs import FORMATS, first_names
 
     if not Path(path).is_file() or Path(path).suffix.lower() not in FORMATS:
         return False
     try:
-        names = next(read_batches(path, 1)).schema.names
+        names = first_names(path)
     except (InputError, StopIteration):  # unreadable or empty: no dataset to lose
         return False
     return "output" in names and "status" not in names

@@ -111,6 +111,11 @@ def test_dash_o_never_replaces_a_dataset_of_outputs(tmp_path, files):
     result = invoke("eval", inline, "-o", outs, "--db", db)
     assert result.exit_code == 2 and "holds outputs to score" in result.output
     assert outs.read_text() == before
+    damaged = tmp_path / "damaged.jsonl"  # a dataset is a dataset from its first line on
+    damaged.write_text('{"output": "hi"}\n{"output": \n')
+    result = invoke("eval", inline, "-o", damaged, "--db", db)
+    assert result.exit_code == 2 and "holds outputs to score" in result.output
+    assert damaged.read_text() == '{"output": "hi"}\n{"output": \n'
     results = tmp_path / "results.jsonl"  # our own results file may be written again
     for _ in range(2):
         assert invoke("eval", inline, "-o", results, "--db", db).exit_code == 0

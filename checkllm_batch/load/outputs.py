@@ -162,6 +162,15 @@ def _refuse_utf16(path: Path, source: str) -> None:
             raise InputError(f"{source}: UTF-16 text; save the file as UTF-8")
 
 
+def first_names(source: str) -> list[str]:
+    """The columns of a dataset's first rows, without reading the rest of it (of a JSONL
+    file, its first line's keys: the whole-file pass of _fields is not needed for names)."""
+    path = Path(source)
+    if FORMATS.get(path.suffix.lower()) == "jsonl" and not _is_json_document(path):
+        return list(next(_jsonl_records(path), {}))
+    return next(read_batches(source, 1)).schema.names
+
+
 def row_count(source: str) -> int | None:
     """The number of rows, when the format says it without reading them (Parquet)."""
     if not source.endswith(".parquet") or not Path(source).exists():

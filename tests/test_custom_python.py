@@ -87,6 +87,33 @@ def test_inline(tmp_path, code, output, vars, status, score):
     assert (r["status"], r["score"]) == (status, pytest.approx(score, abs=1e-6))
 
 
+# context['vars'] is promptfoo's processed vars: one trailing newline cut from each string
+# var, `{{other}}` references resolved, numbers as the JavaScript doubles that cross into
+# Python as JSON. context['test']['vars'] stays as written. Verdicts: promptfoo 0.123.1,
+# /tmp/qa/semantics/repro1/pf_out.json (QA finding 1; the dataset-column row is t_rows g10r0);
+# the same cases with the recorded answers are in tests/promptfoo_kit/python-vars.jsonl.
+# (code, suite vars, dataset columns, promptfoo's status and score)
+PROCESSED_VARS = [
+    ("context['vars']['s'] == 'a'", {"s": "a\n"}, {}, "pass", 1.0),
+    ("str(context['vars']['n']) == '3'", {"n": 3.0}, {}, "pass", 1.0),
+    ("context['vars']['t'] == 'hi ' + 'abc'", {"t": "hi {{w}}", "w": "abc"}, {}, "pass", 1.0),
+    ("context['vars']['n'] == 12345678901234568", {"n": 12345678901234567}, {}, "pass", 1.0),
+    ("context['vars']['s'] == 'a'", {}, {"s": "a\n"}, "pass", 1.0),
+    ("context['vars']['s'] == ''", {"s": ""}, {}, "pass", 1.0),
+    ("context['vars']['s'] is None", {"s": None}, {}, "pass", 1.0),
+    ("context['vars']['s'] == 'Ünïcödé'", {"s": "Ünïcödé\n"}, {}, "pass", 1.0),
+    ("context['test']['vars']['s'] == 'a' + chr(10)", {"s": "a\n"}, {}, "pass", 1.0),
+]
+
+
+@pytest.mark.parametrize("code,vars,columns,status,score", PROCESSED_VARS)
+def test_context_vars_are_processed_as_promptfoo_does(tmp_path, code, vars, columns, status,
+                                                       score):
+    rows = [{"output": "x", **columns}]
+    [r] = results(tmp_path, {"type": "python", "value": code}, rows, vars)
+    assert (r["status"], r["score"]) == (status, pytest.approx(score, abs=1e-6)), r
+
+
 def test_null_output_reaches_the_code_and_an_exception_fails_that_row(tmp_path):
     rows = [{"output": None}, {"output": "Paris"}]
     got = results(tmp_path, {"type": "python", "value": "'Paris' in output"}, rows)

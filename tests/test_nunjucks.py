@@ -395,3 +395,19 @@ def test_vars_are_not_changed():
     assert nunjucks.resolve_vars(vars) == {"a": "x", "b": "x", "c": {"k": ["v\n"]}}
     nunjucks.render("{{ c.k | first }}", nunjucks.resolve_vars(vars))
     assert vars == snapshot
+
+
+THROUGH_JSON = [
+    # (a value, what Python's json.load reads after JavaScript's JSON.stringify of it)
+    (3.0, 3), (-0.0, 0), (2.5, 2.5), (12345678901234567, 12345678901234568),
+    (2**64, 18446744073709552000), (1e21, 1e21), (float("nan"), None), (float("inf"), None),
+    ({"l": [1.0, "Ünïcödé\n", None, True]}, {"l": [1, "Ünïcödé\n", None, True]}), ("", ""),
+]
+
+
+@pytest.mark.parametrize(("value", "back"), THROUGH_JSON)
+def test_through_json(value, back):
+    from checkllm_batch.spec.jsvalue import through_json
+
+    got = through_json(value)
+    assert got == back and type(got) is type(back)

@@ -110,6 +110,18 @@ def test_request_shape_and_one_request_per_distinct_case(tmp_path, server):
                                                                "vars": {"city": "X"}}}
 
 
+def test_vars_are_sent_as_promptfoo_sends_them(tmp_path, server):
+    """promptfoo 0.123.1 posts the vars it processed for grading, as JavaScript's JSON: one
+    trailing newline cut from each string var, `{{other}}` resolved, numbers as JavaScript
+    doubles (a body recorded from its webhook with the offline kit)."""
+    vars = {"s": "a\n", "n": 3.0, "t": "hi {{w}}", "w": "abc", "big": 12345678901234567,
+            "o": {"k": "x\n", "f": 2.0}, "u": "Ünïcödé ✓", "e": ""}
+    results(tmp_path, {"type": "webhook", "value": server.url}, [{"output": "x"}], vars)
+    sent = json.dumps(server.requests[0]["context"]["vars"], ensure_ascii=False, sort_keys=True)
+    assert sent == ('{"big": 12345678901234568, "e": "", "n": 3, "o": {"f": 2, "k": "x\\n"}, '
+                    '"s": "a", "t": "hi abc", "u": "Ünïcödé ✓", "w": "abc"}')
+
+
 def test_json_output_is_sent_as_json(tmp_path, server):
     [r] = results(tmp_path, {"type": "webhook", "value": server.url}, [{"output": {"a": 1}}])
     assert r["status"] == "pass" and server.requests[0]["output"] == {"a": 1}

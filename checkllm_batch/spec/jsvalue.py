@@ -224,3 +224,12 @@ def json_stringify(value: Any, indent: Any = None, level: int = 0) -> str | None
     if not step:
         return ends[0] + ",".join(parts) + ends[1]
     return ends[0] + inner + ("," + inner).join(parts) + pad + ends[1]
+
+
+def through_json(value: Any) -> Any:
+    """`value` as Python reads it after JavaScript's `JSON.stringify` (promptfoo hands a
+    script its arguments that way): every number is a double written as JavaScript writes
+    it, so 3.0 -> 3, 12345678901234567 -> 12345678901234568, 1e21 stays a float; NaN and
+    Infinity -> None."""
+    text = json_stringify(value)
+    return None if text is None else json.loads(text)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
+from ...spec import template
+
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)
 
@@ -62,11 +64,16 @@ def output_value(output: str | None, kind: str | None) -> Any:
 
 
 def context(row: dict[str, Any], config: Any = None) -> dict[str, Any]:
-    """promptfoo's script context (§3.4) for one case."""
+    """promptfoo's script context (§3.4) for one case. `vars` are the vars as promptfoo
+    processes them before grading, as our templates see them (`template.resolve_vars`: one
+    trailing newline cut from each string var, `{{other}}` references resolved); the test
+    carries them as written."""
+    written = orjson.loads(row["vars"]) if row.get("vars") else {}
     return {
         "prompt": row.get("prompt"),
-        "vars": orjson.loads(row["vars"]) if row.get("vars") else {},
-        "test": {"id": row.get("test_id"), "description": row.get("description")},
+        "vars": template.resolve_vars(written),
+        "test": {"id": row.get("test_id"), "description": row.get("description"),
+                 "vars": written},
         "provider": {"id": row.get("provider")},
         "tool_calls": orjson.loads(row["tool_calls"]) if row.get("tool_calls") else None,
         "config": config,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
+from ...spec.jsvalue import through_json
 from ..registry import NAMED_SCORES, Ctx
 from . import caseframe
 from .distinct import per_distinct
@@ -175,8 +176,11 @@ def _call_rows(script: Script, threshold: float | None, config: Any, rows: list[
     out: dict[str, list] = {name: [] for name in RESULT}
     for row in rows:  # row-wise: user Python code, once per distinct case
         try:
-            value = caseframe.output_value(row.get("output"), row.get("output_kind"))
-            returned = script.fn(value, _context(row, config))
+            # promptfoo hands Python its arguments as JSON: numbers arrive as JavaScript's
+            value, context = through_json([
+                caseframe.output_value(row.get("output"), row.get("output_kind")),
+                caseframe.context(row, config)])
+            returned = script.fn(value, context)
             if inspect.iscoroutine(returned):  # an async check, as promptfoo runs it
                 import asyncio  # here, not at the top: only an async check needs it
 
@@ -187,13 +191,6 @@ def _call_rows(script: Script, threshold: float | None, config: Any, rows: list[
         for name, v in zip(out, result):
             out[name].append(v)
     return out
-
-
-def _context(row: dict, config: Any) -> dict:
-    """promptfoo's context; its `test` carries the vars too, as promptfoo's test case does."""
-    context = caseframe.context(row, config)
-    context["test"]["vars"] = context["vars"]
-    return context
 
 
 def _broken(e: Exception) -> tuple:

@@ -1,6 +1,8 @@
 """How the `webhook` type (custom.py) runs: POST each distinct case to a URL, promptfoo's request and response shapes.
 
-Request body: `{"output": ..., "context": {"prompt": ..., "vars": {...}}}`. Response: JSON
+Request body: `{"output": ..., "context": {"prompt": ..., "vars": {...}}}`, the vars as
+promptfoo processes them (`caseframe.context`), written as JavaScript's JSON.stringify
+writes them (3.0 as 3). Response: JSON
 with `pass` (required), optional `score` and `reason`. Requests run with bounded concurrency
 (`config.concurrency`, default 8), a timeout (`config.timeout_ms`, else `WEBHOOK_TIMEOUT`,
 else 5000 ms) and retries with exponential backoff (`config.retries`, default 3) on
@@ -17,6 +19,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from ...spec.jsvalue import json_stringify
 from . import caseframe
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String}
@@ -75,13 +78,14 @@ def _one(cfg: dict[str, Any], row: dict[str, Any]) -> tuple[bool | None, float |
     from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
     ctx = caseframe.context(row)
-    body = orjson.dumps({"output": caseframe.output_value(row.get("output"), row.get("output_kind")),
-                         "context": {"prompt": ctx["prompt"], "vars": ctx["vars"]}})
+    body = json_stringify({"output": caseframe.output_value(row.get("output"), row.get("output_kind")),
+                           "context": {"prompt": ctx["prompt"], "vars": ctx["vars"]}})
+    assert body is not None  # a mapping always stringifies
     retrying = Retrying(stop=stop_after_attempt(cfg["retries"] + 1), reraise=True,
                         wait=wait_exponential(multiplier=0.1, max=2),
                         retry=retry_if_exception(lambda e: isinstance(e, _Retryable)))
     try:
-        reply = retrying(_post, cfg["url"], body, cfg["timeout"])
+        reply = retrying(_post, cfg["url"], body.encode(), cfg["timeout"])
     except (_Retryable, ValueError, orjson.JSONDecodeError) as e:
         return None, None, f"Webhook error: {e}"
     if not isinstance(reply, dict) or not isinstance(reply.get("pass"), bool):

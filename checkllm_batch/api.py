@@ -35,12 +35,12 @@ from .load.outputs import (
 )
 from .metrics import named
 from .progress import RunProgress
-from .spec.judge import JudgeConfig
-from .spec.model import Suite
-from .spec.parse import load_suite
 from .store import cases as cases_store
 from .store import results as store
 from .store.across import finish_across
+from .suites.judge import JudgeConfig
+from .suites.model import Suite
+from .suites.parse import load_suite
 
 BATCH_ROWS = 100_000
 # a RecordBatchReader is taken as read by load.outputs (reserved names already checked)

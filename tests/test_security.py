@@ -16,7 +16,7 @@ from checkllm_batch import api
 from checkllm_batch.cli import main
 from checkllm_batch.errors import ConfigError
 from checkllm_batch.judge import JudgeConfig
-from checkllm_batch.spec.derived import scalar_sql
+from checkllm_batch.suites.derived import scalar_sql
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ MATERIALISE = {"to_list", "to_dicts", "rows", "iter_rows"}
 ALLOWED = {  # module: the library it runs over distinct values
     "assertions/_support/distinct.py": "the one over-distinct helper",
     "assertions/_support/values.py": "type compilers (regex, schema, lists) once per distinct value",
-    "spec/template.py": "jinja2, once per distinct vars",
+    "js/template.py": "jinja2, once per distinct vars",
     "assertions/distance.py": "rapidfuzz over the batch",
     "assertions/overlap.py": "js-rouge / BLEU tokenisation; METEOR (WordNet, Porter stemmer)",
     "assertions/custom.py": "user Python code, DuckDB / Polars SQL over the batch, one POST per "

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from ..spec.model import AssertionSpec
+from ..suites.model import AssertionSpec
 from ._support.values import number
 from .registry import Ctx, Value, Verdict, assertion, promptkit_names
 
@@ -96,5 +96,5 @@ def perplexity_score(ctx: Ctx) -> Verdict:
                    score=score, detail=detail)
 
 
-# PromptKit's name for latency (spec/promptkit.py translates `type` + `params`)
+# PromptKit's name for latency (suites/promptkit.py translates `type` + `params`)
 promptkit_names("latency", "latency_budget", params={"max_ms": "threshold"})

@@ -14,8 +14,8 @@ import pyarrow as pa
 from ..evaluate.engine import evaluate_batch
 from ..evaluate.plan import Plan, build_plan
 from ..load.cases import CaseBuilder
-from ..spec.model import Suite
 from ..store.results import CASE_COLUMNS, RESULT_COLUMNS, TEST_COLUMNS
+from ..suites.model import Suite
 
 TABLES = {"cases": CASE_COLUMNS, "assertion_results": RESULT_COLUMNS,
           "test_results": TEST_COLUMNS}

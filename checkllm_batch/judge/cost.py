@@ -13,7 +13,7 @@ import polars as pl
 
 from ..assertions.registry import Kind
 from ..evaluate.outcome import judged_rows
-from ..spec import template
+from ..js import template
 
 if TYPE_CHECKING:
     from ..evaluate.plan import Planned

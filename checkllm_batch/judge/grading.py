@@ -10,9 +10,9 @@ from typing import Any, Callable
 import polars as pl
 
 from ..assertions import Outcome, Unparsable, failure
-from ..spec import template
-from ..spec.judge import JudgeConfig
-from ..spec.model import AssertionSpec
+from ..js import template
+from ..suites.judge import JudgeConfig
+from ..suites.model import AssertionSpec
 from .protocol import Reply, Request, chat, embedding
 from .runner import Runner
 

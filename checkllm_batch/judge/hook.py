@@ -15,7 +15,7 @@ from ..assertions.graded import NO_JUDGE
 from ..assertions.registry import Kind
 from ..evaluate.outcome import judged_rows
 from ..evaluate.plan import Plan, Planned
-from ..spec.judge import JudgeConfig
+from ..suites.judge import JudgeConfig
 from .grading import OUTCOME_SCHEMA, Graded
 from .runner import Runner
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
-from ..spec.judge import JudgeConfig
+from ..suites.judge import JudgeConfig
 from .budget import EXHAUSTED, Budget
 from .ledger import Ledger
 from .limiter import Limiter

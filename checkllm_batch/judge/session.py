@@ -7,7 +7,7 @@ import polars as pl
 
 from ..assertions.registry import Kind
 from ..evaluate.plan import Plan
-from ..spec.judge import JudgeConfig
+from ..suites.judge import JudgeConfig
 from .hook import JudgeHook
 from .ledger import Ledger
 from .protocol import Judge

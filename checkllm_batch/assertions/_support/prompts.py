@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from ...spec import nunjucks
+from ...js import nunjucks
 
 Messages = list[tuple[str, str]]
 _VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")

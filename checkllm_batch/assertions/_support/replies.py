@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from ...errors import ConfigError
-from ...spec.yaml12 import load_yaml_text
+from ...js.yaml12 import load_yaml_text
 
 Outcome = tuple[bool | None, float | None, str | None]  # (passed, score, reason); None: error
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...spec.model import AssertionSpec
+from ...suites.model import AssertionSpec
 from .._support import prompts, replies
 from .._support.grading import messages_for
 from ..registry import Kind, Value, assertion

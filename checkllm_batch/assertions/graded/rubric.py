@@ -141,7 +141,7 @@ def g_eval(g: Graded) -> pl.DataFrame:
     return g.each({"input": pl.col("prompt"), "output": pl.col("output")}, grade)
 
 
-# PromptKit's llm_judge, `type` + `params` (spec/promptkit.py translates)
+# PromptKit's llm_judge, `type` + `params` (suites/promptkit.py translates)
 promptkit_names("llm_judge", "llm_judge",
                 params={k: k for k in ("criteria", "rubric", "model", "system_prompt",
                                        "min_score", "extra")})

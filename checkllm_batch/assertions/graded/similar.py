@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from ...spec import template
+from ...js import template
 from .._support import replies
 from .._support.grading import cosine, graded
 

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from checkllm_batch import api
-from checkllm_batch.assertions._support import replies
+from checkllm_batch.assertions.graded import replies
 from checkllm_batch.errors import ConfigError
 from checkllm_batch.judge import JudgeConfig, ScriptedJudge
 from checkllm_batch.judge.batch import shards
@@ -386,7 +386,7 @@ def test_limiter_without_a_known_limit_probes_upwards_after_a_429():
 @pytest.mark.parametrize("output,rubric", [("Paris", "names it"), ("", "x"), (None, "ünï ✓"),
                                            ("{{ not a var }}", "a\nb")])
 def test_vectorised_prompts_match_the_per_item_renderer(output, rubric):
-    from checkllm_batch.assertions._support import prompts
+    from checkllm_batch.assertions.graded import prompts
 
     frame = pl.DataFrame({"output": [output], "rubric": [rubric]},
                          schema={"output": pl.String, "rubric": pl.String})

@@ -43,7 +43,7 @@ class BatchEvaluator:
         self.plan = build_plan(self.suite)
         self.hook = None
         if self.judge_config is not None:
-            from ..judge.hook import JudgeHook
+            from ..evaluate.judging.hook import JudgeHook
 
             self.hook = JudgeHook(self.plan, self.judge_config, self.runner)
 

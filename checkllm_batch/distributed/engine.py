@@ -196,7 +196,7 @@ def _manifest(directory: str, suite: Suite, source: str, fragments: list, reuse:
 @contextmanager
 def _judge(plan: Plan, con, run_id: str | None, config: JudgeConfig, judge: Judge | None):
     """The run's judge hook in this process: its one Runner (None without a judge)."""
-    from ..judge.session import close_hook, open_hook
+    from ..evaluate.judging.session import close_hook, open_hook
 
     hook = open_hook(plan, con, run_id, config, judge=judge)
     try:

@@ -10,9 +10,9 @@ import duckdb
 
 from ..assertions.registry import Kind
 from ..evaluate.engine import combine_tests
+from ..evaluate.judging.decide import decide
+from ..evaluate.judging.hook import JudgeHook
 from ..evaluate.plan import Plan
-from ..judge.across import decide
-from ..judge.hook import JudgeHook
 from .results import TEST_COLUMNS, frame
 
 

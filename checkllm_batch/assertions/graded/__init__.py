@@ -5,7 +5,7 @@ Prompts follow promptfoo's (_support/prompts.py); replies are parsed strictly
 (_support/replies.py). Without a judge, these end as `error: no judge configured`.
 """
 
-from . import across, rag, rubric, similar  # noqa: F401  (registration)
+from . import compare, rag, rubric, similar  # noqa: F401  (registration)
 
 NO_JUDGE = "no judge configured"
 PENDING = "decided after all batches (needs every output of the test)"

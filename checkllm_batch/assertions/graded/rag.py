@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from .._support import prompts, replies
-from .._support.grading import (
+from ..registry import Value
+from ..text import js_string
+from . import prompts, replies
+from .shared import (
     cosine,
     graded,
     messages_for,
@@ -19,11 +21,9 @@ from .._support.grading import (
     text_value,
     with_vars,
 )
-from ..registry import Value
-from ..text import js_string
 
 if TYPE_CHECKING:
-    from ...judge.grading import Graded
+    from .context import Graded
 
 CONTEXT = "a context (`context` field, `vars.context`, or the prompt)"
 

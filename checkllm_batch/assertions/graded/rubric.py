@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import polars as pl
 
-from .._support import prompts, replies
-from .._support.grading import graded, messages_for, needs, render_values, text_value, with_vars
 from ..registry import Value, promptkit_names
+from . import prompts, replies
+from .shared import graded, messages_for, needs, render_values, text_value, with_vars
 
 if TYPE_CHECKING:
-    from ...judge.grading import Graded
+    from .context import Graded
 
 def _simple(g: Graded, default: prompts.Messages, inputs: dict[str, pl.Expr],
             parse: Callable[[dict[str, Any], str], replies.Outcome],

@@ -11,11 +11,11 @@ import numpy as np
 import polars as pl
 
 from ...js import template
-from .._support import replies
-from .._support.grading import cosine, graded
+from . import replies
+from .shared import cosine, graded
 
 if TYPE_CHECKING:
-    from ...judge.grading import Graded
+    from .context import Graded
 
 EPSILON = sys.float_info.epsilon  # promptfoo's Number.EPSILON on both sides of the threshold
 

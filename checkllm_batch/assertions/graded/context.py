@@ -9,12 +9,12 @@ from typing import Any, Callable
 
 import polars as pl
 
-from ..assertions import Outcome, Unparsable, failure
-from ..js import template
-from ..suites.judge import JudgeConfig
-from ..suites.model import AssertionSpec
-from .protocol import Reply, Request, chat, embedding
-from .runner import Runner
+from ...js import template
+from ...judge.protocol import Reply, Request, chat, embedding
+from ...judge.runner import Runner
+from ...suites.judge import JudgeConfig
+from ...suites.model import AssertionSpec
+from .replies import Outcome, Unparsable, failure
 
 OUTCOME_SCHEMA = {"passed": pl.Boolean, "score": pl.Float64, "reason": pl.String}
 Build = Callable[[dict[str, Any]], "Request | str"]  # a request, or why there is none

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...suites.model import AssertionSpec
-from .._support import prompts, replies
-from .._support.grading import messages_for
 from ..registry import Kind, Value, assertion
+from . import prompts, replies
+from .shared import messages_for
 
 if TYPE_CHECKING:
-    from ...judge.grading import Graded
+    from .context import Graded
 
 
 @assertion("select-best", kind=Kind.ACROSS, needs_text=False, negatable=False, uses_judge=True)

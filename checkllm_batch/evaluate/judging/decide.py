@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..assertions.graded import NO_JUDGE
-from ..assertions.registry import Kind
-from ..evaluate.outcome import judged_rows
-from ..evaluate.plan import Plan, Planned
+from ...assertions.graded import NO_JUDGE
+from ...assertions.registry import Kind
+from ..outcome import judged_rows
+from ..plan import Plan, Planned
 from .hook import JudgeHook
 
 

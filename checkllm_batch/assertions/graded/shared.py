@@ -13,7 +13,7 @@ from ..registry import Kind, Value, assertion
 from . import prompts
 
 if TYPE_CHECKING:
-    from ...judge.grading import Graded
+    from .context import Graded
 
 
 def graded(name: str, value: Value = Value.REQUIRED, *, fields: tuple[str, ...] = (),

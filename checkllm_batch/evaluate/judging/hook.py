@@ -11,13 +11,13 @@ from typing import Any
 
 import polars as pl
 
-from ..assertions.graded import NO_JUDGE
-from ..assertions.registry import Kind
-from ..evaluate.outcome import judged_rows
-from ..evaluate.plan import Plan, Planned
-from ..suites.judge import JudgeConfig
-from .grading import OUTCOME_SCHEMA, Graded
-from .runner import Runner
+from ...assertions.graded import NO_JUDGE
+from ...assertions.graded.context import OUTCOME_SCHEMA, Graded
+from ...assertions.registry import Kind
+from ...judge.runner import Runner
+from ...suites.judge import JudgeConfig
+from ..outcome import judged_rows
+from ..plan import Plan, Planned
 
 
 class JudgeHook:

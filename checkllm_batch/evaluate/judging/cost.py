@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..assertions.registry import Kind
-from ..evaluate.outcome import judged_rows
-from ..js import template
+from ...assertions.registry import Kind
+from ...js import template
+from ..outcome import judged_rows
 
 if TYPE_CHECKING:
-    from ..evaluate.plan import Planned
+    from ..plan import Planned
     from .hook import JudgeHook
 
 def judge_cost(hook: JudgeHook, p: Planned, rows: pl.DataFrame) -> pl.DataFrame:

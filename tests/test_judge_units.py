@@ -11,11 +11,12 @@ import pytest
 from checkllm_batch import api
 from checkllm_batch.assertions.graded import replies
 from checkllm_batch.errors import ConfigError
-from checkllm_batch.judge import JudgeConfig, ScriptedJudge
+from checkllm_batch.judge import ScriptedJudge
 from checkllm_batch.judge.batch import shards
 from checkllm_batch.judge.budget import Budget
 from checkllm_batch.judge.limiter import Limiter, parse_duration
 from checkllm_batch.judge.protocol import chat, embedding
+from checkllm_batch.suites.judge import JudgeConfig
 
 E = "error"  # the outcome is an error (Unparsable)
 

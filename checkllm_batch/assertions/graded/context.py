@@ -10,8 +10,7 @@ from typing import Any, Callable
 import polars as pl
 
 from ...js import template
-from ...judge.protocol import Reply, Request, chat, embedding
-from ...judge.runner import Runner
+from ...judge.protocol import JudgeRunner, Reply, Request, chat, embedding
 from ...suites.judge import JudgeConfig
 from ...suites.model import AssertionSpec
 from .replies import Outcome, Unparsable, failure
@@ -25,7 +24,7 @@ class Graded:
     spec: AssertionSpec
     rows: pl.DataFrame  # case_id, test_index, output, prompt, vars, var.<name>...
     threshold: float | None
-    runner: Runner
+    runner: JudgeRunner
     config: JudgeConfig
     model: str
     rubric_prompt: Any = None  # the user's override, if any

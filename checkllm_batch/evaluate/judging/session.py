@@ -39,6 +39,6 @@ def plan_calls(plan: Plan, cases: pl.DataFrame, hook: JudgeHook) -> None:
 
 
 def close_hook(hook: JudgeHook) -> None:
-    if hook.runner is not None:
+    if isinstance(hook.runner, Runner):
         hook.runner.close()
         hook.runner.ledger.con.close()

@@ -1,4 +1,4 @@
-"""Decide the types that wait for every batch (judge/across.py) over the stored cases, in
+"""Decide the types that wait for every batch (evaluate/judging/decide.py) over the stored cases, in
 the run's finishing transaction: their pending rows are replaced, and the test results of
 the cases they touch recomputed."""
 

@@ -30,42 +30,70 @@ TABLES = {
 
 _CASE = "c.run_id, c.case_id, c.provider, c.prompt, c.test_id, c.description"
 
+Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
+
+
+def wilson_sql(passed: str, n: str) -> tuple[str, str]:
+    """The Wilson score interval (95 %) of passed / n: two SQL expressions (low, high) over
+    the column expressions `passed` and `n`, NULL when n is 0. Closed form, so it costs
+    nothing; unlike the normal (Wald) interval it stays inside [0, 1] and is not empty at
+    0 % or 100 %."""
+    z2 = f"{Z95 ** 2!r}"
+    centre = f"(({passed}) + {z2} / 2) / (({n}) + {z2})"
+    half = (f"{Z95!r} * sqrt(({passed}) * (({n}) - ({passed})) / ({n}) + {z2} / 4)"
+            f" / (({n}) + {z2})")
+    return (f"CASE WHEN ({n}) > 0 THEN greatest(0, {centre} - {half}) END",
+            f"CASE WHEN ({n}) > 0 THEN least(1, {centre} + {half}) END")
+
+
+def wilson_columns(passed: str, n: str) -> str:
+    """`pass_rate_low, pass_rate_high` columns for a SELECT list."""
+    low, high = wilson_sql(passed, n)
+    return f"{low} AS pass_rate_low, {high} AS pass_rate_high"
+
+
+_PASSED = "COUNT(*) FILTER (a.status = 'pass')"
+_GRADED = "COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error'))"
+
 VIEWS: dict[str, tuple[str, str]] = {
     "case_results": (("one row per case with its test verdict: provider, prompt, vars, output, "
                      "status, score, reason"), f"""
         SELECT {_CASE}, c.vars, c.output, t.status, t.pass, t.score, t.reason,
                c.latency_ms, c.cost
         FROM cases c JOIN test_results t USING (run_id, case_id)"""),
-    "pass_rates": (("test pass rate per run x provider x prompt, with fail/error counts and "
-                   "mean score"), """
+    "pass_rates": (("test pass rate per run x provider x prompt with its 95 % Wilson interval "
+                   "(pass_rate_low, pass_rate_high), fail/error counts and mean score"), f"""
         SELECT c.run_id, c.provider, c.prompt, COUNT(*) AS cases,
                COUNT(*) FILTER (t.status = 'pass') AS passed,
                COUNT(*) FILTER (t.status = 'fail') AS failed,
                COUNT(*) FILTER (t.status = 'error') AS errors,
                COUNT(*) FILTER (t.status = 'pass') / COUNT(*) AS pass_rate,
+               {wilson_columns("COUNT(*) FILTER (t.status = 'pass')", "COUNT(*)")},
                AVG(t.score) AS mean_score
         FROM case_rows c JOIN test_results t USING (run_id, case_id)
         GROUP BY ALL"""),
-    "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type "
-                           "(metric-only counters apart; errors and skips counted apart)"), """
+    "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type, with "
+                           "its 95 % Wilson interval (metric-only counters apart; errors and "
+                           "skips counted apart)"), f"""
         SELECT c.run_id, c.provider, a.type, COALESCE(a.metric_only, false) AS metric_only,
                COUNT(*) AS results,
                COUNT(*) FILTER (a.status = 'pass') AS passed,
                COUNT(*) FILTER (a.status = 'fail') AS failed,
                COUNT(*) FILTER (a.status = 'error') AS errors,
                COUNT(*) FILTER (a.status = 'skipped') AS skipped,
-               COUNT(*) FILTER (a.status = 'pass')
-                 / NULLIF(COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')), 0) AS pass_rate,
+               {_PASSED} / NULLIF({_GRADED}, 0) AS pass_rate,
+               {wilson_columns(_PASSED, _GRADED)},
                AVG(a.score) AS mean_score
         FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         GROUP BY ALL"""),
-    "pass_rates_by_metric": ("assertion pass rate per run x provider x named metric", """
+    "pass_rates_by_metric": (("assertion pass rate per run x provider x named metric, with "
+                             "its 95 % Wilson interval"), f"""
         SELECT c.run_id, c.provider, a.metric, COUNT(*) AS results,
                COUNT(*) FILTER (a.status = 'pass') AS passed,
                COUNT(*) FILTER (a.status = 'fail') AS failed,
                COUNT(*) FILTER (a.status = 'error') AS errors,
-               COUNT(*) FILTER (a.status = 'pass')
-                 / NULLIF(COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')), 0) AS pass_rate,
+               {_PASSED} / NULLIF({_GRADED}, 0) AS pass_rate,
+               {wilson_columns(_PASSED, _GRADED)},
                AVG(a.score) AS mean_score
         FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         WHERE a.metric IS NOT NULL

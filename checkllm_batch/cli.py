@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 
 from . import api
-from .analysis.commands import compare_command, export_command, report_command
+from .analysis.commands import compare_command, export_command, power_command, report_command
 from .analysis.results import warn_changed_sources
 from .cli_eval import (
     check_output_flag,
@@ -274,5 +274,5 @@ def _print_metrics(run: api.Run) -> None:
              "ORDER BY provider NULLS FIRST, prompt", derived=derived)
 
 
-for _command in (compare_command, export_command, report_command):
+for _command in (compare_command, export_command, power_command, report_command):
     main.add_command(_command)

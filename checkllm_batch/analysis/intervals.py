@@ -123,7 +123,8 @@ def interval_sql(statistics: str, keys: Sequence[str], level: float) -> str:
     return (f"SELECT {', '.join(keys)}, metric, kind, "
             f"quantile_cont(value, {tail!r}) AS value_low, "
             f"quantile_cont(value, {1 - tail!r}) AS value_high "
-            f"FROM ({statistics}) GROUP BY ALL")
+            f"FROM ({statistics}) GROUP BY ALL "
+            f"ORDER BY kind DESC, metric, {' NULLS FIRST, '.join(keys)} NULLS FIRST")
 
 
 def run_intervals(con: duckdb.DuckDBPyConnection, run_id: str, replicates: int = REPLICATES,

@@ -175,17 +175,39 @@ class Results:
         `predicted` into it, e.g. '$.label')."""
         return classification(self, self.run_id(run), gold, predicted, normalize)
 
-    def compare(self, run_a: str, run_b: str, partial: bool = False) -> Comparison:
-        """Cases that regressed or improved from run A to run B, and each metric's change.
-        A run that did not finish is refused unless `partial`: its missing cases would
-        read as removed."""
+    def compare(self, run_a: str, run_b: str, partial: bool = False, alpha: float = 0.05,
+                replicates: int = REPLICATES, seed: int = SEED) -> Comparison:
+        """Cases that regressed or improved from run A to run B; per provider x prompt the
+        pass rates, their difference with a paired-bootstrap interval and McNemar's exact
+        p-value (Holm-adjusted, significant below `alpha`); each metric's change with its
+        interval. A run that did not finish is refused unless `partial`: its missing
+        cases would read as removed."""
         runs = self.run_id(run_a), self.run_id(run_b)
         for run in runs:
             status = self.status(run)
             if status != "finished" and not partial:
                 raise InputError(f"run {run} is {status}: its results are partial; resume it "
                                  "first, or compare it anyway with --partial")
-        return compare(self, *runs)
+        return compare(self, *runs, alpha=alpha, replicates=replicates, seed=seed)
+
+    def sample_size(self, pass_rate: float, drop: float, power: float = 0.8,
+                    alpha: float = 0.05, flip_rate: float | None = None) -> int:
+        """Matched cases two runs need for `compare` to detect a pass rate dropping by
+        `drop` from `pass_rate` (fractions) with `power` at `alpha`; `flip_rate` is the
+        share of cases whose verdict changes between runs (default: independent runs,
+        the cautious figure)."""
+        from .power import sample_size
+
+        return sample_size(pass_rate, drop, power, alpha, flip_rate)
+
+    def detectable(self, run: str | None = None, against: str | None = None,
+                   power: float = 0.8, alpha: float = 0.05) -> pl.DataFrame:
+        """Per provider x prompt of `run`: the smallest pass-rate drop (detectable_drop,
+        a fraction) a paired comparison of its size detects; with `against` (another
+        run of the same cases) the flip rate measured between them."""
+        from .power import detectable
+
+        return detectable(self, run, against, power, alpha)
 
     def status(self, run: str | None = None) -> str:
         """`finished`, or `running`, `interrupted`, `failed`: a run with partial results."""

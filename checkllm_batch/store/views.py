@@ -39,6 +39,7 @@ def wilson_sql(passed: str, n: str) -> tuple[str, str]:
     nothing; unlike the normal (Wald) interval it stays inside [0, 1] and is not empty at
     0 % or 100 %."""
     z2 = f"{Z95 ** 2!r}"
+    passed, n = f"({passed})::DOUBLE", f"({n})::DOUBLE"  # passed * failed outgrows integers
     centre = f"(({passed}) + {z2} / 2) / (({n}) + {z2})"
     half = (f"{Z95!r} * sqrt(({passed}) * (({n}) - ({passed})) / ({n}) + {z2} / 4)"
             f" / (({n}) + {z2})")

@@ -464,3 +464,44 @@ def test_power_command(noise_and_drop):
     per_run = invoke("power", "--db", db, "--run", noisy, "--against", a)
     assert per_run.exit_code == 0 and "openai:gpt-4o-mini" in per_run.output
     assert invoke("power", "--pass-rate", "90", "--drop", "95").exit_code == 2
+
+
+def _f1(actual: np.ndarray, predicted: np.ndarray, label: str) -> float:
+    tp = np.sum((actual == label) & (predicted == label))
+    return 2 * tp / (np.sum(actual == label) + np.sum(predicted == label))
+
+
+def test_classification_intervals_match_scipy(tmp_path):
+    rng = np.random.default_rng(11)
+    classes = np.array(["a", "b", "c"])
+    gold = classes[rng.integers(0, 3, 300)]
+    predicted = np.where(rng.random(300) < 0.75, gold, classes[rng.integers(0, 3, 300)])
+    run = _run(tmp_path, LABEL_SUITE, pl.DataFrame({"label": gold, "output": predicted}))
+    report = cb.Results(run.con).classification("label", replicates=REPLICATES).per_class
+    codes = {c: i for i, c in enumerate(classes)}
+    actual_i = np.array([codes[x] for x in gold])
+    predicted_i = np.array([codes[x] for x in predicted])
+    for label, statistic in [
+            ("a", lambda x, y: _f1(x, y, 0)),
+            ("micro avg", lambda x, y: np.mean(x == y)),
+            ("macro avg", lambda x, y: np.mean([_f1(x, y, k) for k in range(3)]))]:
+        row = report.filter(**{"class": label}).row(0, named=True)
+        _close((row["f1_low"], row["f1_high"]),
+               _scipy_interval((actual_i, predicted_i), statistic))
+
+
+def test_eval_and_metrics_summaries_show_intervals(tmp_path):
+    path = tmp_path / "suite.yaml"
+    path.write_text(SCORE_SUITE)
+    data = tmp_path / "outputs.jsonl"
+    _scored_frame(40, 3).write_ndjson(data)
+    db = tmp_path / "s.duckdb"
+    evaluated = invoke("eval", path, "--outputs", data, "--db", db)
+    assert evaluated.exit_code in (0, 1), evaluated.output
+    for result in (evaluated, invoke("metrics", "--db", db)):
+        assert "pass_rate_low" in result.output and "pass_rate_high" in result.output
+        assert "95 % bootstrap interval" in result.output
+    document = json.loads(invoke("metrics", "--db", db, "--format", "json").output)
+    low = {(r["metric"], r["kind"]): r["value_low"] for r in document["intervals"]}
+    assert ("f1", "derived") in low and ("overlap", "named") in low
+    assert {"pass_rate_low", "pass_rate_high"} <= set(document["summary"][0])

@@ -169,11 +169,16 @@ class Results:
                           "ORDER BY ALL NULLS FIRST", [tp, fp, fn, self.run_id(run)])
 
     def classification(self, gold: str, predicted: str | None = None, *,
-                       run: str | None = None, normalize: bool = True) -> Classification:
+                       run: str | None = None, normalize: bool = True,
+                       intervals: bool = True, replicates: int = REPLICATES,
+                       seed: int = SEED, level: float = LEVEL) -> Classification:
         """Precision / recall / F1 per class, macro and micro, and the confusion matrix, per
         provider; gold labels from var `gold`, predictions from the output (or the JSON path
-        `predicted` into it, e.g. '$.label')."""
-        return classification(self, self.run_id(run), gold, predicted, normalize)
+        `predicted` into it, e.g. '$.label'). With `intervals`, each figure's bootstrap
+        interval (precision_low, precision_high, ...: tests resampled, seeded)."""
+        settings = {"replicates": replicates, "seed": seed, "level": level}
+        return classification(self, self.run_id(run), gold, predicted, normalize,
+                              settings if intervals else None)
 
     def compare(self, run_a: str, run_b: str, partial: bool = False, alpha: float = 0.05,
                 replicates: int = REPLICATES, seed: int = SEED) -> Comparison:

@@ -157,6 +157,48 @@ _LABELS = """
 
 _LABEL_PARAMS = "gold_var, predicted_path := NULL, normalize_labels := true"
 
+def report_sql(counts: str, keys: tuple[str, ...]) -> str:
+    """Precision / recall / F1 / support per class, then the 'macro avg' and 'micro avg'
+    rows, per `keys`, from `counts`: a relation of (keys, actual, predicted, n) with n > 0.
+    The classification_report macro runs it on the labels' counts; the bootstrap on each
+    replicate's (analysis/classify.py)."""
+    on = " AND ".join(f"l.{k} IS NOT DISTINCT FROM k.{k}" for k in keys)
+    key_list, k_keys = ", ".join(keys), ", ".join(f"k.{k}" for k in keys)
+    return f"""
+        , classes AS (SELECT {key_list}, actual AS class FROM {counts} UNION
+                      SELECT {key_list}, predicted FROM {counts} WHERE predicted IS NOT NULL),
+        counted AS (
+            SELECT {k_keys}, k.class,
+                   COALESCE(SUM(l.n) FILTER (l.actual = k.class AND l.predicted = k.class), 0)
+                     AS tp,
+                   COALESCE(SUM(l.n) FILTER (l.actual <> k.class AND l.predicted = k.class), 0)
+                     AS fp,
+                   COALESCE(SUM(l.n) FILTER (l.actual = k.class
+                                             AND l.predicted IS DISTINCT FROM k.class), 0) AS fn,
+                   COALESCE(SUM(l.n) FILTER (l.actual = k.class), 0) AS support
+            FROM classes k JOIN {counts} l ON {on}
+            GROUP BY ALL),
+        per_class AS (
+            SELECT {key_list}, class, tp::BIGINT AS tp, fp::BIGINT AS fp, fn::BIGINT AS fn,
+                   support::BIGINT AS support,
+                   tp / NULLIF(tp + fp, 0) AS precision, tp / NULLIF(tp + fn, 0) AS recall,
+                   2 * tp / NULLIF(2 * tp + fp + fn, 0) AS f1
+            FROM counted)
+        SELECT {key_list}, class, tp, fp, fn, support, precision, recall, f1
+        FROM per_class
+        UNION ALL
+        SELECT {key_list}, 'macro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
+               SUM(support)::BIGINT,
+               AVG(COALESCE(precision, 0)), AVG(COALESCE(recall, 0)), AVG(COALESCE(f1, 0))
+        FROM per_class GROUP BY ALL
+        UNION ALL
+        SELECT {key_list}, 'micro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
+               SUM(support)::BIGINT,
+               SUM(tp) / NULLIF(SUM(tp) + SUM(fp), 0), SUM(tp) / NULLIF(SUM(tp) + SUM(fn), 0),
+               2 * SUM(tp) / NULLIF(2 * SUM(tp) + SUM(fp) + SUM(fn), 0)
+        FROM per_class GROUP BY ALL"""
+
+
 MACROS: dict[str, tuple[str, str, str]] = {
     "labels": (_LABEL_PARAMS,
                ("labels('gold_var'): per case, the gold label (a var) and the predicted label "
@@ -170,39 +212,11 @@ MACROS: dict[str, tuple[str, str, str]] = {
     "classification_report": (
         _LABEL_PARAMS,
         ("classification_report('gold_var'): per class, plus macro and micro averages, precision "
-        "/ recall / F1 / support per run x provider"), """
-        WITH l AS (FROM labels(gold_var, predicted_path := predicted_path,
-                     normalize_labels := normalize_labels)),
-        classes AS (SELECT run_id, provider, actual AS class FROM l UNION
-                    SELECT run_id, provider, predicted FROM l WHERE predicted IS NOT NULL),
-        counts AS (
-            SELECT k.run_id, k.provider, k.class,
-                   COUNT(*) FILTER (l.actual = k.class AND l.predicted = k.class) AS tp,
-                   COUNT(*) FILTER (l.actual <> k.class AND l.predicted = k.class) AS fp,
-                   COUNT(*) FILTER (l.actual = k.class AND l.predicted IS DISTINCT FROM k.class)
-                     AS fn,
-                   COUNT(*) FILTER (l.actual = k.class) AS support
-            FROM classes k JOIN l ON l.run_id = k.run_id
-                 AND l.provider IS NOT DISTINCT FROM k.provider
-            GROUP BY ALL),
-        per_class AS (
-            SELECT run_id, provider, class, tp, fp, fn, support,
-                   tp / NULLIF(tp + fp, 0) AS precision, tp / NULLIF(tp + fn, 0) AS recall,
-                   2 * tp / NULLIF(2 * tp + fp + fn, 0) AS f1
-            FROM counts)
-        SELECT run_id, provider, class, tp, fp, fn, support, precision, recall, f1
-        FROM per_class
-        UNION ALL
-        SELECT run_id, provider, 'macro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
-               SUM(support)::BIGINT,
-               AVG(COALESCE(precision, 0)), AVG(COALESCE(recall, 0)), AVG(COALESCE(f1, 0))
-        FROM per_class GROUP BY ALL
-        UNION ALL
-        SELECT run_id, provider, 'micro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
-               SUM(support)::BIGINT,
-               SUM(tp) / NULLIF(SUM(tp) + SUM(fp), 0), SUM(tp) / NULLIF(SUM(tp) + SUM(fn), 0),
-               2 * SUM(tp) / NULLIF(2 * SUM(tp) + SUM(fp) + SUM(fn), 0)
-        FROM per_class GROUP BY ALL"""),
+        "/ recall / F1 / support per run x provider"), f"""
+        WITH l AS (SELECT run_id, provider, actual, predicted, COUNT(*) AS n
+                   FROM labels(gold_var, predicted_path := predicted_path,
+                               normalize_labels := normalize_labels) GROUP BY ALL)
+        {report_sql("l", ("run_id", "provider"))}"""),
     "fscore": ("tp_metric, fp_metric, fn_metric",
                ("fscore('tp', 'fp', 'fn'): precision, recall and F1 from the F-score recipe's "
                "counter metrics, per run x provider x prompt"), """

@@ -505,3 +505,20 @@ def test_eval_and_metrics_summaries_show_intervals(tmp_path):
     low = {(r["metric"], r["kind"]): r["value_low"] for r in document["intervals"]}
     assert ("f1", "derived") in low and ("overlap", "named") in low
     assert {"pass_rate_low", "pass_rate_high"} <= set(document["summary"][0])
+
+
+def test_report_draws_error_bars_and_a_comparison_section(noise_and_drop, tmp_path):
+    db, a, _, dropped = noise_and_drop
+    path = tmp_path / "r.html"
+    result = invoke("report", "--db", db, "--run", dropped, "--against", a, "-o", path)
+    assert result.exit_code == 0, result.output
+    html = path.read_text(encoding="utf-8")
+    low, high = proportion_confint(303, 400, method="wilson")
+    assert f"openai:gpt-4o-mini: 75.8% [{100 * low:.1f}%, {100 * high:.1f}%]" in html
+    assert html.count('class="error-bar"') >= 1
+    assert "<th>pass_rate_low</th>" in html and "<th>mean_score_low</th>" in html
+    assert f"Compared with run {a}" in html
+    assert '<li class="significant">openai:gpt-4o-mini 85.0 % → 75.8 %' in html
+    plain = tmp_path / "plain.html"
+    assert invoke("report", "--db", db, "-o", plain).exit_code == 0
+    assert "Compared with run" not in plain.read_text(encoding="utf-8")

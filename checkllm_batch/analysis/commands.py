@@ -113,12 +113,15 @@ def export_command(db: str, run_id: str | None, directory: str) -> None:
               "(default: the last run).")
 @click.option("--output", "-o", "path", default="report.html", show_default=True,
               type=click.Path(dir_okay=False))
+@click.option("--against", metavar="RUN", help="Add a section comparing RUN (as A) with "
+              "this run: which pass rates and metrics changed significantly.")
 @user_errors
-def report_command(db: str, run_id: str | None, path: str) -> None:
-    """Write a self-contained HTML report of a run: summary, charts per provider and metric,
-    judge cost, and a tests x providers matrix with filters, search and each case's output,
-    rendered prompt, vars and reasons. No network needed to view it."""
-    written = Results(db).report(path, run_id)
+def report_command(db: str, run_id: str | None, path: str, against: str | None) -> None:
+    """Write a self-contained HTML report of a run: summary with 95 % intervals, charts per
+    provider and metric with error bars, judge cost, and a tests x providers matrix with
+    filters, search and each case's output, rendered prompt, vars and reasons. No network
+    needed to view it."""
+    written = Results(db).report(path, run_id, against)
     click.echo(f"report: {written}")
 
 

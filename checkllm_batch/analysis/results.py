@@ -239,8 +239,10 @@ class Results:
 
         return export_run(self.con, self.run_id(run), Path(directory))
 
-    def report(self, path: str | Path, run: str | None = None) -> Path:
-        """Write a self-contained HTML report of the run."""
+    def report(self, path: str | Path, run: str | None = None,
+               against: str | None = None) -> Path:
+        """Write a self-contained HTML report of the run; with `against` (an earlier run),
+        a section saying which pass rates and metrics changed significantly."""
         from .report import write_report
 
-        return write_report(self, self.run_id(run), Path(path))
+        return write_report(self, self.run_id(run), Path(path), against)

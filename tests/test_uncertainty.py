@@ -449,7 +449,7 @@ def _exact_power(n: int, p10: float, p01: float, alpha: float) -> float:
                                                (0.6, 0.15, 0.25)])
 def test_sample_size_gives_the_power_asked(rate, drop, flips):
     n = stats.sample_size(rate, drop, power=0.8, alpha=0.05, flip_rate=flips)
-    psi = flips if flips is not None else stats.paired_flip_rate(rate, drop)
+    psi = flips + drop if flips is not None else stats.paired_flip_rate(rate, drop)
     p10, p01 = (psi + drop) / 2, (psi - drop) / 2
     assert 0.74 <= _exact_power(n, p10, p01, 0.05) <= 0.86
     assert _exact_power(n // 2, p10, p01, 0.05) < 0.7

@@ -129,7 +129,8 @@ def report_command(db: str, run_id: str | None, path: str, against: str | None) 
 @click.option("--pass-rate", type=click.FloatRange(0, 100), help="Pass rate today, in %.")
 @click.option("--drop", type=click.FloatRange(0, 100), help="Drop to detect, in points.")
 @click.option("--flip-rate", type=click.FloatRange(0, 100), help="Share of cases whose "
-              "verdict changes between two runs, in % (default: runs taken as independent, "
+              "verdict changes between two runs of the same system (noise), in % (default: "
+              "runs taken as independent, "
               "the cautious figure); with --db and --against it is measured.")
 @click.option("--power", "power_", default=0.8, show_default=True,
               type=click.FloatRange(0, 1, min_open=True, max_open=True))

@@ -140,14 +140,14 @@ def sample_size(pass_rate: float, drop: float, power: float = 0.8, alpha: float 
                 flip_rate: float | None = None) -> int:
     """Matched cases needed for McNemar's test to detect a drop of `drop` (a fraction)
     from `pass_rate` with `power` at two-sided `alpha` (Connor 1987). `flip_rate`: the
-    share of cases whose verdict changes between the runs (measured on two runs of the
-    same system, say); unknown, the independent-runs value, an upper bound."""
-    flips = paired_flip_rate(pass_rate, drop) if flip_rate is None else flip_rate
-    if not 0 < drop <= pass_rate:
+    share of cases whose verdict changes between two runs of the same system (noise, half
+    each way; measured, say, on two runs of one model); the drop adds its regressions to
+    those. Unknown, the runs are taken as independent, the cautious figure."""
+    if not 0 < drop <= pass_rate <= 1:
         raise ValueError(f"drop {drop} must be above 0 and at most the pass rate {pass_rate}")
-    if not drop <= flips <= 1:
-        raise ValueError(f"flip rate {flips} must be between the drop {drop} and 1: a drop "
-                         "of d needs at least d of the cases to change verdict")
+    flips = paired_flip_rate(pass_rate, drop) if flip_rate is None else flip_rate + drop
+    if flips > 1:
+        raise ValueError(f"a flip rate of {flip_rate} plus a drop of {drop} is above 1")
     root = _z(1 - alpha / 2) * math.sqrt(flips) + _z(power) * math.sqrt(flips - drop ** 2)
     return math.ceil(root ** 2 / drop ** 2)
 
@@ -158,12 +158,12 @@ def detectable_drop(cases: int, pass_rate: float, power: float = 0.8, alpha: flo
     `alpha` from `pass_rate` (bisection on `sample_size`); None when even a drop to 0
     needs more cases."""
     def needed(drop: float) -> int:
-        flips = None if flip_rate is None else max(flip_rate, drop)
-        return sample_size(pass_rate, drop, power, alpha, flips)
+        return sample_size(pass_rate, drop, power, alpha, flip_rate)
 
-    if cases <= 0 or pass_rate <= 0 or needed(pass_rate) > cases:
+    top = pass_rate if flip_rate is None else min(pass_rate, 1 - flip_rate)
+    if cases <= 0 or top <= 0 or needed(top) > cases:
         return None
-    low, high = 0.0, pass_rate
+    low, high = 0.0, top
     for _ in range(60):  # halves the bracket; 60 steps reach double precision
         mid = (low + high) / 2
         low, high = (low, mid) if needed(mid) <= cases else (mid, high)

@@ -3,7 +3,11 @@
     .venv/bin/python benchmarks/analysis.py [N]      (default 1_000_000)
 
 Builds the database with `cb.evaluate` (a classifier suite: gold label var, equals check,
-F-score counters), then times the common questions, the comparison, export and report."""
+F-score counters), then times the common questions, the comparison, export and report, and
+the 95 % intervals (issue 32): Wilson in the views, the readers' bootstrap (1,000
+replicates) of mean score, named and derived metrics and classification figures, compare's
+McNemar and paired bootstrap, and the bootstrap's worst case, N units that all differ
+(continuous scores), timed on its numpy core."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import numpy as np
 import polars as pl
 
 import checkllm_batch as cb
+from checkllm_batch.analysis.stats import replicate_sums
 
 SUITE = """
 defaultTest:
@@ -60,9 +65,22 @@ def main(n: int) -> None:
     timed("metrics (named + derived)", lambda: res.metrics(run_a.run_id))
     timed("failures (all rows)", lambda: res.failures(run_a.run_id))
     timed("score_distribution", lambda: res.scores(run_a.run_id))
-    timed("classification('label')", lambda: res.classification("label", run=run_a.run_id))
-    comparison = timed("compare A B", lambda: res.compare(run_a.run_id, run_b.run_id))
+    timed("classification('label'), no intervals",
+          lambda: res.classification("label", run=run_a.run_id, intervals=False))
+    timed("classification('label') with bootstrap intervals",
+          lambda: res.classification("label", run=run_a.run_id))
+    timed("intervals: bootstrap of mean score, named, derived (1,000 replicates)",
+          lambda: cb.Results(db).intervals(run_a.run_id))
+    timed("metrics with intervals (a fresh Results)", lambda: cb.Results(db).metrics(run_a.run_id))
+    comparison = timed("compare A B (McNemar, Holm, paired bootstrap)",
+                       lambda: res.compare(run_a.run_id, run_b.run_id))
     print(f"| (compare counts: {comparison.counts()}) | |")
+    print(f"| (pass rates: {comparison.pass_rates.select('provider', 'diff', 'p_value').rows()})"
+          " | |")
+    rng = np.random.default_rng(0)
+    group = np.repeat(np.arange(3), -(-n // 3))[:n]
+    timed(f"bootstrap core, {n:,} distinct units x 3 sums (continuous scores' worst case)",
+          lambda: replicate_sums(group, np.ones(n), rng.random((n, 3))))
     timed("export run A to Parquet", lambda: res.export(directory / "out", run_a.run_id))
     path = timed("report run A (HTML)", lambda: res.report(directory / "r.html", run_a.run_id))
     print(f"| (report size: {path.stat().st_size / 1024:.0f} KiB) | |")

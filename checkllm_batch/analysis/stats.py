@@ -19,15 +19,16 @@ against scipy and statsmodels.
 from __future__ import annotations
 
 import math
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from statistics import NormalDist
 
 import numpy as np
 
 REPLICATES, SEED, LEVEL = 1000, 20240601, 0.95
-_CHUNK = 4_000_000  # replicate x profile weights drawn at once (32 MB of float64)
-_POISSON1_CDF = np.cumsum([math.exp(-1) / math.factorial(k) for k in range(12)]).astype(
-    np.float32)  # past k = 11 a float32 uniform cannot reach
+_CHUNK = 4_000_000  # replicate x profile weights drawn at once per thread (16 MB)
+_POISSON1_CDF = np.cumsum([math.exp(-1) / math.factorial(k) for k in range(19)])
 
 
 def mcnemar_exact(regressed: np.ndarray, improved: np.ndarray) -> np.ndarray:
@@ -62,40 +63,62 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     return adjusted
 
 
+def _poisson1_table() -> np.ndarray:
+    """k of Poisson(1), as float32, for each of the 65,536 equal slices of [0, 1) that lie
+    between two steps of its CDF; NaN marks the 8 slices a step crosses."""
+    edges = np.arange(65_537) / 65_536
+    low = np.searchsorted(_POISSON1_CDF, edges[:-1], side="right")
+    high = np.searchsorted(_POISSON1_CDF, np.nextafter(edges[1:], 0), side="right")
+    return np.where(low == high, low, np.nan).astype(np.float32)
+
+
+_POISSON1_TABLE = _poisson1_table()
+
+
 def poisson_weights(rng: np.random.Generator, m: np.ndarray, replicates: int) -> np.ndarray:
     """(replicates x profiles) Poisson(m) weights, as float32. Profiles of one unit (the
-    usual case with continuous scores) take the inverse CDF of float32 uniforms: four vector
-    passes settle 98 % of draws, a search the rest; ~6x faster than numpy's sampler, exact
-    to the uniforms' 2**-24."""
+    usual case with continuous scores) look up a 16-bit uniform in a table of the inverse
+    CDF; the 8 slices in 65,536 that a CDF step crosses draw a finer uniform. Exact, and
+    ~10x faster than numpy's Poisson sampler."""
     m = np.asarray(m, dtype=np.float64)
-    uniforms = rng.random((replicates, len(m)), dtype=np.float32)
-    counts = np.zeros(uniforms.shape, dtype=np.uint8)
-    for bound in _POISSON1_CDF[:4]:
-        counts += uniforms >= bound
-    rare = np.flatnonzero(uniforms >= _POISSON1_CDF[3])
-    counts.ravel()[rare] = np.searchsorted(_POISSON1_CDF, uniforms.ravel()[rare], side="right")
-    weights = counts.astype(np.float32)
+    slices = rng.integers(0, 65_536, (replicates, len(m)), dtype=np.uint16)
+    weights = _POISSON1_TABLE[slices]
+    crossed = np.flatnonzero(np.isnan(weights.ravel()))
+    fine = (slices.ravel()[crossed] + rng.random(len(crossed))) / 65_536
+    weights.ravel()[crossed] = np.searchsorted(_POISSON1_CDF, fine, side="right")
     several = np.flatnonzero(m != 1)  # merged profiles: few, whatever the cases
     weights[:, several] = rng.poisson(m[several], (replicates, len(several)))
     return weights
 
 
+def _block_sums(seed: np.random.SeedSequence, group: np.ndarray, m: np.ndarray,
+                x: np.ndarray, replicates: int) -> list[tuple[int, np.ndarray]]:
+    """(group, replicates x features sums) for one block of profiles, sorted by group."""
+    weights = poisson_weights(np.random.default_rng(seed), m, replicates)
+    values = x.astype(np.float32)
+    edges = [0, *(np.flatnonzero(np.diff(group)) + 1), len(group)]
+    return [(int(group[a]), weights[:, a:b] @ values[a:b])  # a group's rows are contiguous
+            for a, b in zip(edges[:-1], edges[1:])]
+
+
 def replicate_sums(group: np.ndarray, m: np.ndarray, x: np.ndarray, replicates: int = REPLICATES,
                    seed: int = SEED) -> np.ndarray:
     """(groups x replicates x features) Poisson-bootstrap sums of the profile rows `x`
-    (profiles x features, `m` units each, sorted by `group`, an index from 0). Seeded:
-    the same profiles give the same replicates."""
+    (profiles x features, `m` units each, sorted by `group`, an index from 0). Blocks of
+    profiles run on threads (numpy lets go of the GIL), each with its own seed, and are
+    added up in block order: the same profiles give the same replicates, bit for bit."""
     groups = int(group.max()) + 1 if len(group) else 0
     sums = np.zeros((groups, replicates, x.shape[1]))
     step = max(1, _CHUNK // max(replicates, 1))
-    seeds = np.random.SeedSequence(seed).spawn(max(1, -(-len(m) // step)))
-    for start, block_seed in zip(range(0, len(m), step), seeds):  # one matrix product each
-        block = slice(start, start + step)
-        weights = poisson_weights(np.random.default_rng(block_seed), m[block], replicates)
-        values, owners = x[block].astype(np.float32), group[block]
-        edges = [0, *(np.flatnonzero(np.diff(owners)) + 1), len(owners)]
-        for a, b in zip(edges[:-1], edges[1:]):  # each group's profiles are contiguous
-            sums[owners[a]] += weights[:, a:b] @ values[a:b]
+    starts = range(0, len(m), step)
+    seeds = np.random.SeedSequence(seed).spawn(len(starts))
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        blocks = pool.map(lambda i: _block_sums(
+            seeds[i], group[starts[i]:starts[i] + step], m[starts[i]:starts[i] + step],
+            x[starts[i]:starts[i] + step], replicates), range(len(starts)))
+        for block in blocks:  # in order
+            for owner, partial in block:
+                sums[owner] += partial
     return sums
 
 

@@ -12,8 +12,10 @@ import duckdb
 from ..spec.model import Suite
 from .derived import derived_query
 
-# one row per result feeding a named metric of run $run: run_id, case_id, metric, score, w
-SCORED = """
+# the results of run $run feeding a named metric, as `a` (run_id, case_id, metric, score, w,
+# status, set_metric) after its WITH clause; `_FEEDS` keeps those that count, given the
+# case's test result `t`
+_RESULTS = """
     WITH r AS (  -- an assert-set member counts with its weight times its set's (§10.2)
         SELECT a.run_id, a.case_id, a.metric, a.score, a.named_scores, a.status,
                CASE WHEN a.metric_only THEN 1 ELSE a.weight END
@@ -23,33 +25,35 @@ SCORED = """
           ON s.run_id = a.run_id AND s.case_id = a.case_id AND s.parent_index IS NULL
          AND s.assertion_index = a.parent_index
         WHERE a.run_id = $run)
-    SELECT a.run_id, a.case_id, a.metric, a.score, a.w
+    SELECT {columns}
     FROM (SELECT run_id, case_id, metric, score, w, status, set_metric FROM r
           UNION ALL  -- each named score of a result (a GradingResult's namedScores)
           SELECT run_id, case_id, n.metric, n.score, w, status, set_metric
           FROM (SELECT *, unnest(named_scores) AS n FROM r WHERE named_scores IS NOT NULL)
           WHERE n.metric IS DISTINCT FROM metric) a
-    JOIN test_results t USING (run_id, case_id)
+    {joins}
     WHERE a.metric <> '' AND a.status IN ('pass', 'fail')  -- '': rendered to nothing
       AND a.metric IS DISTINCT FROM a.set_metric  -- the set's own score stands for it
       AND t.status <> 'error'  -- promptfoo: an erroring test feeds no metric
+    GROUP BY ALL
 """
 
 
 def case_metrics_sql() -> str:
     """Per case of run $run and named metric: case_id, metric, sum, weight (what
     named_metrics adds up per provider x prompt)."""
-    return (f"SELECT case_id, metric, SUM(score * w) AS sum, SUM(w) AS weight "
-            f"FROM ({SCORED}) GROUP BY ALL")
+    return _RESULTS.format(
+        columns="a.case_id, a.metric, SUM(a.score * a.w) AS sum, SUM(a.w) AS weight",
+        joins="JOIN test_results t USING (run_id, case_id)")
 
 
 def compute(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite) -> None:
     """Insert the run's named_metrics and derived_metrics rows."""
-    con.execute(f"""
-        INSERT INTO named_metrics
-        SELECT a.run_id, c.provider, c.prompt, a.metric, SUM(a.score * a.w), SUM(a.w), COUNT(*)
-        FROM ({SCORED}) a JOIN case_rows c USING (run_id, case_id)
-        GROUP BY ALL""", {"run": run_id})
+    con.execute("INSERT INTO named_metrics " + _RESULTS.format(
+        columns="a.run_id, c.provider, c.prompt, a.metric, SUM(a.score * a.w), SUM(a.w), "
+                "COUNT(*)",
+        joins="JOIN case_rows c USING (run_id, case_id)\n"
+              "    JOIN test_results t USING (run_id, case_id)"), {"run": run_id})
     if suite.derived_metrics:
         con.execute(f"INSERT INTO derived_metrics SELECT $run, * FROM ({derived_query(suite)})",
                     {"run": run_id})

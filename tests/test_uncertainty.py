@@ -522,3 +522,21 @@ def test_report_draws_error_bars_and_a_comparison_section(noise_and_drop, tmp_pa
     plain = tmp_path / "plain.html"
     assert invoke("report", "--db", db, "-o", plain).exit_code == 0
     assert "Compared with run" not in plain.read_text(encoding="utf-8")
+
+
+def test_compare_a_provider_found_in_one_run_only(tmp_path):
+    """n = 0 on one side: no rate, no difference, never significant, never gated."""
+    path = tmp_path / "suite.yaml"
+    path.write_text(LABEL_SUITE)
+    db = tmp_path / "one-sided.duckdb"
+    a = pl.DataFrame({"provider": ["p", "p"], "label": ["x", "y"], "output": ["x", "y"]})
+    b = pl.DataFrame({"provider": ["p", "p", "new"], "label": ["x", "y", "z"],
+                      "output": ["x", "y", "no"]})
+    runs = [cb.evaluate(path, f, db=db) for f in (a, b)]
+    for run in runs:
+        run.con.close()
+    comparison = cb.Results(db).compare(runs[0].run_id, runs[1].run_id)
+    new = comparison.pass_rates.filter(provider="new").row(0, named=True)
+    assert (new["cases_a"], new["pass_rate_a"], new["diff"], new["significant"]) == (
+        0, None, None, False)
+    assert not comparison.gate().failed

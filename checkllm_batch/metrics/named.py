@@ -21,9 +21,13 @@ _RESULTS = """
                CASE WHEN a.metric_only THEN 1 ELSE a.weight END
                * COALESCE(CASE WHEN s.metric_only THEN 1 ELSE s.weight END, 1) AS w,
                s.metric AS set_metric
-        FROM assertion_results a LEFT JOIN assertion_results s
-          ON s.run_id = a.run_id AND s.case_id = a.case_id AND s.parent_index IS NULL
-         AND s.assertion_index = a.parent_index
+        FROM assertion_results a LEFT JOIN (  -- only the sets: no hash table of every row
+            SELECT case_id, assertion_index, metric, weight, metric_only
+            FROM assertion_results
+            WHERE run_id = $run AND parent_index IS NULL AND (case_id, assertion_index) IN (
+                SELECT (case_id, parent_index) FROM assertion_results
+                WHERE run_id = $run AND parent_index IS NOT NULL)) s
+          ON s.case_id = a.case_id AND s.assertion_index = a.parent_index
         WHERE a.run_id = $run)
     SELECT {columns}
     FROM (SELECT run_id, case_id, metric, score, w, status, set_metric FROM r

@@ -28,7 +28,7 @@ from ..store import results as store
 from .stats import LEVEL, REPLICATES, SEED, replicate_sums
 
 _KEYS = ("provider", "prompt")
-_TESTS = ["__count", "passed", "score_sum", "score_n"]
+TEST_SUMS = ["__count", "passed", "score_sum", "score_n"]
 
 
 def sql_text(value: str) -> str:
@@ -134,7 +134,7 @@ def run_intervals(con: duckdb.DuckDBPyConnection, run_id: str, replicates: int =
     each derived metric, per provider x prompt; a derived metric whose expression cannot
     be read over the run's metrics is left out."""
     metrics, derived = run_metrics(con, run_id), run_derived(con, run_id)
-    features = _TESTS + [p + m for m in metrics for p in ("s:", "w:")]
+    features = TEST_SUMS + [p + m for m in metrics for p in ("s:", "w:")]
     groups, sums = profiles(con, units_sql(metrics), {"run": run_id}, _KEYS, features,
                             replicates, seed)
     reps = replicate_frame(groups, sums, features)

@@ -20,7 +20,7 @@ import polars as pl
 from ..metrics.named import case_metrics_sql
 from ..spec.derived import quote
 from .intervals import (
-    _TESTS,
+    TEST_SUMS,
     profiles,
     replicate_frame,
     run_derived,
@@ -92,7 +92,7 @@ def metric_differences(con: duckdb.DuckDBPyConnection, matched: pl.DataFrame, ru
     interval and two-sided p-value of B - A for the pass rate, every named and every
     derived metric."""
     metrics = sorted(set(run_metrics(con, run_a)) | set(run_metrics(con, run_b)))
-    features = [f"{s}:{f}" for s in "ab" for f in _TESTS
+    features = [f"{s}:{f}" for s in "ab" for f in TEST_SUMS
                 + [p + m for m in metrics for p in ("s:", "w:")]]
     con.register("__matched", matched.select(
         "provider", "prompt", "test_id", "case_a", "case_b", "status_a", "status_b",

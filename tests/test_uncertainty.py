@@ -57,8 +57,8 @@ def _run(tmp_path, suite: str, frame: pl.DataFrame, db="r.duckdb") -> cb.Run:
 
 
 def test_pass_rate_views_carry_wilson_intervals_with_errors_and_skips(tmp_path):
-    """Provider p: 3 pass, 1 fail, 1 error (a null output errors `is-json`? no: null fails);
-    each view's interval is Wilson's on its own denominator."""
+    """Provider p: 3 pass and 2 fail (one on a null output), provider q one pass; each
+    view's interval is Wilson's on its own denominator."""
     suite = ('defaultTest:\n  assert:\n    - type: equals\n      value: "{{label}}"\n'
              '      metric: acc\n')
     frame = pl.DataFrame({"provider": ["p"] * 5 + ["q"], "label": ["a"] * 6,

@@ -92,6 +92,9 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
     # the pass-rate views gain their 95 % Wilson interval (pass_rate_low, pass_rate_high):
     # no table changes, applying it re-creates the views in databases written before
     ("0008_pass_rate_intervals", lambda con: None),
+    # the judge against people's labels: graded_verdicts, judge_labels, judge_agreement
+    # (views and macros only: applying it re-creates them in databases written before)
+    ("0009_judge_agreement", lambda con: None),
 ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
+from . import agreement
 from .cases import create_cases_view, sql_string
 
 TABLES = {
@@ -228,6 +229,7 @@ MACROS: dict[str, tuple[str, str, str]] = {
                      COALESCE(SUM(sum) FILTER (metric = fp_metric), 0) AS fp,
                      COALESCE(SUM(sum) FILTER (metric = fn_metric), 0) AS fn
               FROM named_metrics GROUP BY ALL) n"""),
+    **agreement.MACROS,
 }
 
 
@@ -266,6 +268,10 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     for name, (comment, query) in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query.replace('case_rows', stored)}")
         con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")
+    name, comment = agreement.VIEW
+    query = agreement.graded_verdicts_sql().replace('case_rows', stored)
+    con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
+    con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")
     con.execute(f"CREATE OR REPLACE VIEW judge_costs AS {judge_costs_sql(con)}")
     con.execute(f"COMMENT ON VIEW judge_costs IS {sql_string(_JUDGE_COMMENT)}")
     for name, (params, comment, query) in MACROS.items():

@@ -23,16 +23,10 @@ from .evaluate.engine import evaluate_batch
 from .evaluate.plan import build_plan
 from .judge.protocol import Judge
 from .load.cases import CaseBuilder
-from .load.outputs import (
-    check_columns,
-    decoded,
-    fingerprint,
-    read_ahead,
-    read_batches,
-    rechunk,
-    row_count,
-    skip_rows,
-)
+from .load.columns import check_columns, decoded
+from .load.fingerprint import fingerprint
+from .load.outputs import read_batches, row_count
+from .load.stream import read_ahead, rechunk, skip_rows
 from .metrics import named
 from .progress import RunProgress
 from .store import cases as cases_store

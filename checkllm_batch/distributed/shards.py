@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
-from ..load.outputs import checked
+from ..load.columns import checked
 from ..suites.model import Suite
 from .batch import TABLES, BatchEvaluator
 from .fragments import filesystem

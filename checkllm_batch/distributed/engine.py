@@ -24,11 +24,11 @@ from ..errors import CheckLLMError, InputError, Interrupted, did_you_mean
 from ..evaluate.plan import Plan, build_plan
 from ..judge.protocol import Judge
 from ..metrics import named
+from ..run.batches import TABLES
 from ..store import results as store
 from ..store.across import finish_across
 from ..suites.judge import JudgeConfig
 from ..suites.model import Suite
-from .batch import TABLES
 from .blocks import DATASET, is_dataset, plan_blocks
 from .fragments import filesystem, parquet_files, plan_fragments
 from .judging import rounds

@@ -11,8 +11,8 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from ..load.columns import checked
+from ..run.batches import TABLES, BatchEvaluator
 from ..suites.model import Suite
-from .batch import TABLES, BatchEvaluator
 from .fragments import filesystem
 from .judging import RecordingRunner
 

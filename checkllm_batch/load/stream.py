@@ -9,6 +9,8 @@ from typing import Iterable, Iterator
 
 import pyarrow as pa
 
+BATCH_ROWS = 100_000  # rows per batch unless asked otherwise (--batch-rows)
+
 # A batch's memory in flight (read ahead, built into cases, evaluated, written) grows with its
 # bytes, not its rows: 100,000 rows of 1.1 KB peaked at 2.2 GiB, 50,000 at 1.5 GiB, in the
 # same CPU time. Narrow rows still come `batch_rows` at a time.

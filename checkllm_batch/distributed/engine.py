@@ -246,9 +246,13 @@ class Work:
 
             def run_round(todo: list, known: dict) -> list:
                 replies = ray.put(known)
-                outs = ray.get([task.remote(suite, f, self.directory, self.batch_rows,
-                                            self.judge_config, replies, *self.data(f))
-                                for f in todo])
+                refs = [task.remote(suite, f, self.directory, self.batch_rows,
+                                    self.judge_config, replies, *self.data(f)) for f in todo]
+                try:
+                    outs = ray.get(refs)
+                except ray.exceptions.RayTaskError:  # the others end first: no shard is
+                    ray.wait(refs, num_returns=len(refs))  # written after the error is
+                    raise
                 return [(f, out.get("missing", [])) for f, out in zip(todo, outs)]
 
             try:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from judge_server import JudgeServer  # noqa: E402
 
 from checkllm_batch import api  # noqa: E402
-from checkllm_batch.judge import JudgeConfig  # noqa: E402
+from checkllm_batch.suites.judge import JudgeConfig  # noqa: E402
 
 SUITE = "tests:\n  - description: t\n    assert:\n      - type: llm-rubric\n        value: good\n"
 

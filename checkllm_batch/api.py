@@ -11,8 +11,7 @@ import duckdb
 from .analysis.results import Results
 from .analysis.run import Run
 from .errors import InputError
-from .judge.protocol import Judge
-from .judge.runner import Stats
+from .judge.protocol import Judge, Stats
 from .load.sources import Outputs, check_apart, inline_outputs
 from .load.stream import BATCH_ROWS
 from .run.dry_run import dry_run as plan_only

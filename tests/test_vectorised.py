@@ -21,8 +21,8 @@ ALLOWED = {  # module: the library it runs over distinct values
     "assertions/_support/scripts.py": "user Python code's results, read once per distinct value",
     "assertions/text.py": "per-row item lists exploded and regrouped",
     "assertions/tools.py": "orjson over distinct tool_calls values",
-    "judge/hook.py": "one group of requests per test's judge settings",
-    "judge/across.py": "select-best / max-score over each test's group of cases",
+    "evaluate/judging/hook.py": "one group of requests per test's judge settings",
+    "evaluate/judging/decide.py": "select-best / max-score over each test's group of cases",
 }
 SCOPE = ("assertions", "evaluate", "judge", "spec", "load", "store", "metrics")  # the pipeline
 

@@ -23,10 +23,10 @@ import polars as pl
 from ..analysis.run import Run
 from ..assertions.registry import Kind
 from ..errors import CheckLLMError, InputError, did_you_mean
+from ..evaluate.judging.hook import JudgeHook
+from ..evaluate.judging.session import close_hook, open_hook
 from ..evaluate.plan import Plan, build_plan
-from ..judge.hook import JudgeHook
 from ..judge.protocol import Judge
-from ..judge.session import close_hook, open_hook
 from ..run import lifecycle
 from ..run.batches import TABLES
 from ..store import results as store

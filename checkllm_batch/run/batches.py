@@ -13,8 +13,8 @@ import polars as pl
 import pyarrow as pa
 
 from ..evaluate.engine import evaluate_batch
+from ..evaluate.judging.hook import JudgeHook
 from ..evaluate.plan import Plan, build_plan
-from ..judge.hook import JudgeHook
 from ..load.cases import CaseBuilder
 from ..store.results import CASE_COLUMNS, RESULT_COLUMNS, TEST_COLUMNS
 from ..suites.model import Suite

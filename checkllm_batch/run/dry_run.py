@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..evaluate.judging.session import close_hook, open_hook, plan_calls
 from ..evaluate.plan import build_plan
-from ..judge.runner import Stats
-from ..judge.session import close_hook, open_hook, plan_calls
+from ..judge.protocol import Stats
 from ..load.sources import Outputs, open_outputs
 from ..store import results as store
 from ..suites.judge import JudgeConfig

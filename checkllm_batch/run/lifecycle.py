@@ -13,8 +13,8 @@ from typing import Any, Callable, Iterator
 import duckdb
 
 from ..errors import InputError, Interrupted
+from ..evaluate.judging.hook import JudgeHook
 from ..evaluate.plan import Plan
-from ..judge.hook import JudgeHook
 from ..metrics import named
 from ..store import results as store
 from ..store.across import finish_across

@@ -16,10 +16,10 @@ import pyarrow as pa
 from ..analysis.run import Run
 from ..assertions import pool
 from ..errors import InputError
+from ..evaluate.judging.hook import JudgeHook
+from ..evaluate.judging.session import close_hook, open_hook
 from ..evaluate.plan import Plan, build_plan
-from ..judge.hook import JudgeHook
 from ..judge.protocol import Judge
-from ..judge.session import close_hook, open_hook
 from ..load.cases import CaseBuilder
 from ..load.fingerprint import fingerprint
 from ..load.sources import Outputs, open_outputs

@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 
 from . import api
-from .analysis.commands import compare_command, export_command, report_command
+from .analysis.commands import compare_command, export_command, power_command, report_command
 from .analysis.results import warn_changed_sources
 from .cli_eval import (
     check_output_flag,
@@ -202,9 +202,11 @@ def metrics(db: str, run_id: str | None, fmt: str) -> None:
 
         if partial:  # beside the rows a script reads: a partial run is said, not implied
             click.echo(f"run {run.run_id}{partial}", err=True)
+        results = Results(run.con)
         emit({"run_id": run.run_id, "status": run.status, "summary": run.summary(),
-              "named_metrics": run.named_metrics, "derived_metrics": run.derived_metrics},
-             fmt, table=Results(run.con).metrics(run.run_id))
+              "named_metrics": run.named_metrics, "derived_metrics": run.derived_metrics,
+              "intervals": results.intervals(run.run_id)},
+             fmt, table=results.metrics(run.run_id))
         return
     click.echo(f"run {run.run_id}" + (" (the last finished run)" if run_id is None else "")
                + partial)
@@ -263,16 +265,29 @@ def _partial(run: api.Run) -> str:
 
 
 def _print_metrics(run: api.Run) -> None:
+    from .analysis.intervals import run_intervals
+
     named, derived = run.named_metrics, run.derived_metrics
+    if not (named.height or derived.height):
+        return
+    bounds = run_intervals(run.con, run.run_id)  # on demand: the run stored none
+    joined = ("LEFT JOIN bounds b ON b.kind = '{kind}' AND b.metric = m.{name} AND "
+              "b.provider IS NOT DISTINCT FROM m.provider AND b.prompt IS NOT DISTINCT FROM "
+              "m.prompt")
+    interval = "round(b.value_low, 4) AS low, round(b.value_high, 4) AS high"
     if named.height:
-        click.echo("named metrics (sum / weight = mean):")
-        show("SELECT provider, prompt, metric, sum, weight, count, "
-             "round(sum / nullif(weight, 0), 4) AS mean FROM named ORDER BY ALL", named=named)
+        click.echo("named metrics (sum / weight = mean; low, high: its 95 % bootstrap "
+                   "interval):")
+        show(f"SELECT m.provider, m.prompt, m.metric, sum, weight, count, "
+             f"round(sum / nullif(weight, 0), 4) AS mean, {interval} FROM named m "
+             f"{joined.format(kind='named', name='metric')} ORDER BY ALL",
+             named=named, bounds=bounds)
     if derived.height:
-        click.echo("derived metrics:")
-        show("SELECT provider, prompt, name, round(value, 4) AS value FROM derived "
-             "ORDER BY provider NULLS FIRST, prompt", derived=derived)
+        click.echo("derived metrics (low, high: 95 % bootstrap interval):")
+        show(f"SELECT m.provider, m.prompt, m.name, round(m.value, 4) AS value, {interval} "
+             f"FROM derived m {joined.format(kind='derived', name='name')} "
+             "ORDER BY m.provider NULLS FIRST, m.prompt", derived=derived, bounds=bounds)
 
 
-for _command in (compare_command, export_command, report_command):
+for _command in (compare_command, export_command, power_command, report_command):
     main.add_command(_command)

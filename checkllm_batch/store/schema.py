@@ -89,6 +89,9 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
         run_id VARCHAR PRIMARY KEY, path VARCHAR, bytes BIGINT, modified_ns BIGINT,
         var_names VARCHAR[], vars_heads VARCHAR[]);
     """),
+    # the pass-rate views gain their 95 % Wilson interval (pass_rate_low, pass_rate_high):
+    # no table changes, applying it re-creates the views in databases written before
+    ("0008_pass_rate_intervals", lambda con: None),
 ]
 
 

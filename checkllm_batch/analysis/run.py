@@ -75,3 +75,9 @@ class Run:
                    ROUND(COUNT(*) FILTER (t.status = 'pass') / COUNT(*), 4) AS pass_rate
             FROM test_results t JOIN case_rows c USING (run_id, case_id)
             WHERE t.run_id = ? GROUP BY ALL ORDER BY c.provider NULLS FIRST""", [self.run_id])
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a run as its pass rates per provider."""
+        from .html_summary import run_html
+
+        return run_html(self)

@@ -66,8 +66,10 @@ def frame_source(frame: Any, rows: int) -> FrameSource:
 
 
 def kind(frame: Any) -> str:
-    """The frame's library and class, as users write them: "polars.LazyFrame"."""
-    return f"{type(frame).__module__.split('.')[0]}.{type(frame).__qualname__}"
+    """The frame's library and class, as users write them: "polars.LazyFrame" ("dict")."""
+    library = type(frame).__module__.split(".")[0]
+    return type(frame).__qualname__ if library == "builtins" else \
+        f"{library}.{type(frame).__qualname__}"
 
 
 def is_frame(frame: Any, library: str, name: str | None = None) -> bool:

@@ -12,7 +12,7 @@ assertion's `metric` if it has one, else its type and index in its test (`equals
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import chain, count
 from pathlib import Path
@@ -46,9 +46,10 @@ def score(outputs: Any, suite: Suite | str | Path | dict, *, db: str | Path = ":
         raise InputError(f"cb.score takes a dataframe ({ACCEPTED.split(', ', 1)[1]}); for a "
                          "file, use cb.evaluate or read it into a frame first")
     if not isinstance(suite, Suite):
-        import checkllm_batch as cb  # the public loader: files and mappings alike
+        import checkllm_batch as cb
 
-        suite = cb.load(suite)
+        load: Callable[[Any], Suite] = cb.load  # the public loader: files and mappings
+        suite = load(suite)
     kept = None if _in_memory(outputs) else Keep(outputs)
     run = evaluate(suite, outputs if kept is None else kept, db=db, **options)
     run = SharedRun(run.con, run.run_id)
@@ -150,7 +151,8 @@ def _back(frame: Any, kept: Keep | None, verdicts: pa.Table, run: Run) -> Any:
     if is_frame(frame, "pandas", "DataFrame"):
         pd = importlib.import_module("pandas")  # the caller's: a pandas frame came in
         # nullable booleans: an assertion a row's test does not have is <NA>, not None
-        columns = verdicts.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
+        columns = verdicts.to_pandas(
+            types_mapper=lambda t: pd.BooleanDtype() if t == pa.bool_() else None)
         out = frame.assign(**{c: columns[c].array for c in columns.columns})
         out.attrs["run"] = run
         return out

@@ -21,8 +21,7 @@ COLUMNS = ("provider", "cases", "pass", "fail", "error", "pass_rate")
 def run_html(run: Run, title: str = "Run") -> str:
     """The run's id, status and pass / fail / error counts and pass rate per provider."""
     summary = run.summary()
-    total = summary["cases"].sum()
-    passed = summary["pass"].sum()
+    total, passed = int(summary["cases"].sum()), int(summary["pass"].sum())
     rate = f"{passed / total:.1%}" if total else "no cases"
     head = (f"<p><b>{escape(title)} {escape(run.run_id)}</b> · {escape(run.status)} · "
             f"{total:,} cases · {rate} pass</p>")

@@ -103,7 +103,7 @@ def _pandas(frame: Any, rows: int, name: str) -> Iterator[pa.RecordBatch]:
         try:
             table = pa.Table.from_pandas(frame.iloc[start:start + rows], preserve_index=False)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-            raise InputError(f"{name}: rows {start + 1}-{start + rows}: cannot be read as "
+            raise InputError(f"{name}: rows {start + 1}-{min(start + rows, len(frame))}: cannot be read as "
                              f"Arrow: {str(e).splitlines()[0]}") from None
         yield from table.to_batches()
 

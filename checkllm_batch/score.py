@@ -25,7 +25,7 @@ import pyarrow as pa
 from .analysis.run import Run
 from .api import evaluate
 from .errors import InputError
-from .load.frames import ACCEPTED, Keep, is_frame
+from .load.frames import FRAMES, Keep, is_frame
 from .suites.model import Suite
 
 VERDICT = ("status", "pass", "score", "reason")
@@ -43,7 +43,7 @@ def score(outputs: Any, suite: Suite | str | Path | dict, *, db: str | Path = ":
     a PyArrow Table out. The run goes to `db` (default: an in-memory database); with
     `with_run=True`, `(frame, run)` is returned. `options` are `cb.evaluate`'s."""
     if outputs is None or isinstance(outputs, (str, Path)):
-        raise InputError(f"cb.score takes a dataframe ({ACCEPTED.split(', ', 1)[1]}); for a "
+        raise InputError(f"cb.score takes a dataframe ({FRAMES}), not {outputs!r}: for a "
                          "file, use cb.evaluate or read it into a frame first")
     if not isinstance(suite, Suite):
         import checkllm_batch as cb

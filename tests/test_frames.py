@@ -173,8 +173,13 @@ def test_what_is_not_a_frame_or_a_readable_one_is_refused_by_name(tmp_path, outp
 
 
 def test_the_refusal_lists_what_is_accepted(tmp_path):
-    with pytest.raises(InputError, match="pandas or Polars DataFrame.*__arrow_c_stream__"):
+    with pytest.raises(InputError, match="a path .*pandas or Polars DataFrame.*__arrow_c_st"):
         cb.score(object(), write_suite(tmp_path, SUITE))
+
+
+def test_score_takes_a_frame_not_a_path(tmp_path, parquet):
+    with pytest.raises(InputError, match=r"cb.score takes a dataframe \(a pandas .*use cb.eval"):
+        cb.score(str(parquet), write_suite(tmp_path, SUITE))
 
 
 def test_a_category_column_is_read_as_its_values(tmp_path):

@@ -20,10 +20,10 @@ import pyarrow.dataset as pads
 from ..errors import InputError
 from .outputs import check_columns, checked, rechunk
 
-ACCEPTED = ("a path (.jsonl, .csv, .parquet, .arrow or duckdb:file.duckdb:table), a pandas or "
-            "Polars DataFrame, a Polars LazyFrame, a PyArrow Table, RecordBatchReader or "
-            "Dataset, a DuckDB relation, a Hugging Face datasets.Dataset, or any object with "
-            "__arrow_c_stream__")
+FRAMES = ("a pandas or Polars DataFrame, a Polars LazyFrame, a PyArrow Table, "
+          "RecordBatchReader or Dataset, a DuckDB relation, a Hugging Face datasets.Dataset, "
+          "or any object with __arrow_c_stream__")
+ACCEPTED = f"a path (.jsonl, .csv, .parquet, .arrow or duckdb:file.duckdb:table), {FRAMES}"
 
 
 class FrameSource(NamedTuple):

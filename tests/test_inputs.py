@@ -366,7 +366,7 @@ def test_a_description_shared_by_two_tests_routes_no_row(tmp_path):
     frame = pl.DataFrame({"test_id": ["other", "same"], "output": ["c", "a"]})
     with pytest.raises(InputError) as e:
         cb.evaluate(suite, frame)
-    assert str(e.value) == ("<table>: row 2: test_id 'same' is the description of 2 tests "
+    assert str(e.value) == ("<polars.DataFrame>: row 2: test_id 'same' is the description of 2 tests "
                             '(test 1 ("same"), test 2 ("same")): give them ids')
     assert cb.evaluate(suite, frame.head(1)).test_results["pass"].to_list() == [True]
 

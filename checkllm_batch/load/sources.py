@@ -8,31 +8,26 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
-import polars as pl
 import pyarrow as pa
 
 from ..errors import InputError
 from ..suites.model import Suite
-from .columns import check_columns, decoded
+from .frames import frame_source
 from .outputs import read_batches, row_count
 from .stream import read_ahead, rechunk
 
-# a RecordBatchReader is taken as read by load.outputs (reserved names already checked)
-Outputs = str | Path | pl.DataFrame | pa.Table | pa.RecordBatchReader | None
+# a path, or any dataframe load/frames.py reads (pandas, Polars, Arrow, DuckDB, ...)
+Outputs = str | Path | Any
 
 
 def open_outputs(suite: Suite, outputs: Outputs, rows: int, config: dict[str, Any] | None = None
                  ) -> tuple[str, Iterator[pa.RecordBatch], int | None, str | pa.Table | None]:
     """(the source's name, its batches, its rows if known, what identifies its content: a
     file, a table, or nothing for a stream not read from a file named in `config`)."""
-    if isinstance(outputs, pl.DataFrame):
-        outputs = outputs.to_arrow()
-    if isinstance(outputs, pa.Table):
-        check_columns(outputs.column_names, "<table>")
-        batches = (decoded(b) for b in outputs.to_batches())
-        return "<table>", rechunk(batches, rows), outputs.num_rows, outputs
-    if isinstance(outputs, pa.RecordBatchReader):  # the CLI's filtered rows of a file
-        return "<table>", rechunk(outputs, rows), None, (config or {}).get("outputs")
+    if outputs is not None and not isinstance(outputs, (str, Path)):  # a dataframe
+        name, batches, total, table = frame_source(outputs, rows)
+        return name, batches, total, table if table is not None else (config or {}).get(
+            "outputs")  # the CLI's filtered rows: their file's
     if outputs is not None:
         source = str(outputs)
         return source, read_ahead(read_batches(source, rows)), row_count(source), source

@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 from . import api
+from .analysis.agreement import agreement_command
 from .analysis.commands import compare_command, export_command, power_command, report_command
 from .analysis.results import warn_changed_sources
 from .cli_eval import (
@@ -289,5 +290,6 @@ def _print_metrics(run: api.Run) -> None:
              "ORDER BY m.provider NULLS FIRST, m.prompt", derived=derived, bounds=bounds)
 
 
-for _command in (compare_command, export_command, power_command, report_command):
+for _command in (agreement_command, compare_command, export_command, power_command,
+                 report_command):
     main.add_command(_command)

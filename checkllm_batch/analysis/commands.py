@@ -115,13 +115,17 @@ def export_command(db: str, run_id: str | None, directory: str) -> None:
               type=click.Path(dir_okay=False))
 @click.option("--against", metavar="RUN", help="Add a section comparing RUN (as A) with "
               "this run: which pass rates and metrics changed significantly.")
+@click.option("--label", metavar="VAR", help="Add a section setting the judge against a "
+              "person's labels in the var VAR: agreement, kappa, and the cases where they "
+              "disagree.")
 @user_errors
-def report_command(db: str, run_id: str | None, path: str, against: str | None) -> None:
+def report_command(db: str, run_id: str | None, path: str, against: str | None,
+                   label: str | None) -> None:
     """Write a self-contained HTML report of a run: summary with 95 % intervals, charts per
     provider and metric with error bars, judge cost, and a tests x providers matrix with
     filters, search and each case's output, rendered prompt, vars and reasons. No network
     needed to view it."""
-    written = Results(db).report(path, run_id, against)
+    written = Results(db).report(path, run_id, against, label)
     click.echo(f"report: {written}")
 
 

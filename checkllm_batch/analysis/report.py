@@ -147,7 +147,34 @@ def _comparison(results: Results, against: str | None, run_id: str) -> list[str]
             table(comparison.metrics.filter(pl.col("metric") != "pass_rate"))]
 
 
-def render(results: Results, run_id: str, against: str | None = None) -> str:
+MAX_DISAGREEMENTS = 200
+
+
+def _agreement(results: Results, label: str | None, run_id: str) -> list[str]:
+    """The section setting the judge against a person's labels (the var `label`): the
+    agreement table, then each disagreeing case's output, judge's reason and label."""
+    if label is None:
+        return []
+    table_ = results.judge_agreement(label, run=run_id)
+    shown = results.judge_disagreements(label, run=run_id, limit=MAX_DISAGREEMENTS).select(
+        "case_id", "provider", "judge_model", "type", "metric", "output", "status", "reason",
+        "label")
+    total = int(table_.select(pl.col("fn").sum() + pl.col("fp").sum()).item() or 0)
+    more = (f" (the first {MAX_DISAGREEMENTS}; every one: SELECT * FROM judge_labels("
+            f"'{label}') WHERE run_id = '{run_id}' AND NOT agrees)"
+            if total > shown.height else "")
+    return [f'<h2 id="agreement">Judge against the labels in {escape(label)}</h2>',
+            '<p class="note">n: cases with both a label and a verdict; kappa: Cohen\'s, with '
+            "its 95 % asymptotic interval; tpr / tnr: the judge's pass rate on what the "
+            "person passed / fail rate on what the person failed; errors and bad labels "
+            "apart.</p>", table(table_.with_columns(pl.col(pl.Float64).round(4))),
+            f"<h3>Disagreements: {total}{escape(more)}</h3>",
+            table(shown, {"output": "output", "reason": "reason"}) if shown.height
+            else '<p class="note">none: the judge agrees on every labelled case</p>']
+
+
+def render(results: Results, run_id: str, against: str | None = None,
+           label: str | None = None) -> str:
     db = results.con.sql("SELECT path FROM duckdb_databases() "
                          "WHERE database_name = current_database()").fetchall()[0][0] or ":memory:"
     run = results.query("SELECT * FROM run_overview WHERE run_id = ?", [run_id]).row(0, named=True)
@@ -164,6 +191,7 @@ def render(results: Results, run_id: str, against: str | None = None) -> str:
         "<h2>Summary</h2>", table(rates),
         _figures([pass_rate_chart(rates)], "pass-rate"),
         *_comparison(results, against, run_id),
+        *_agreement(results, label, run_id),
         f"<h2>Cases: tests × providers</h2>{_matrix(cases, db)}",
         "<h2>Metrics per provider</h2>",
         table(results.metrics_wide(run_id)) if metrics.height else "",
@@ -226,9 +254,9 @@ def _judge(judge: pl.DataFrame) -> str:
                        "judge-cost"))
 
 
-def write_report(results: Results, run_id: str, path: Path, against: str | None = None
-                 ) -> Path:
-    html = render(results, run_id, against)
+def write_report(results: Results, run_id: str, path: Path, against: str | None = None,
+                 label: str | None = None) -> Path:
+    html = render(results, run_id, against, label)
     try:
         path.write_text(html, encoding="utf-8")
     except OSError as e:

@@ -162,6 +162,27 @@ class Results:
         """Judge calls, errors, tokens and cost per judge model."""
         return self._of_run("judge_costs", run, "model NULLS FIRST")
 
+    def judge_agreement(self, label: str, metric: str | None = None, type: str | None = None,
+                        *, run: str | None = None) -> pl.DataFrame:
+        """The judge against a person's labels (the var `label`: pass/fail, true/false,
+        yes/no, 1/0, a boolean, or a score against the assertion's threshold), per judge
+        model x graded assertion (type, metric) x provider: n, agreement, Cohen's kappa with
+        its 95 % asymptotic interval (kappa_low, kappa_high), tpr / tnr of the judge (a pass
+        is positive), the 2 x 2 counts tp / fn / fp / tn; `errors` (the judge errored) and
+        `bad_labels` (unreadable) apart, never in n."""
+        from .agreement import agreement
+
+        return agreement(self, self.run_id(run), label, metric, type)
+
+    def judge_disagreements(self, label: str, metric: str | None = None,
+                            type: str | None = None, *, run: str | None = None,
+                            limit: int | None = None) -> pl.DataFrame:
+        """The labelled cases where the judge's verdict differs from the person's: output,
+        the judge's status, score and reason, and the label, side by side."""
+        from .agreement import disagreements
+
+        return disagreements(self, self.run_id(run), label, metric, type, limit)
+
     def fscore(self, tp: str = "tp", fp: str = "fp", fn: str = "fn",
                run: str | None = None) -> pl.DataFrame:
         """Precision, recall and F1 from the F-score recipe's counter metrics."""
@@ -240,12 +261,14 @@ class Results:
         return export_run(self.con, self.run_id(run), Path(directory))
 
     def report(self, path: str | Path, run: str | None = None,
-               against: str | None = None) -> Path:
+               against: str | None = None, label: str | None = None) -> Path:
         """Write a self-contained HTML report of the run; with `against` (an earlier run),
-        a section saying which pass rates and metrics changed significantly."""
+        a section saying which pass rates and metrics changed significantly; with `label`
+        (the var holding a person's verdicts), the judge's agreement with them and the
+        cases where they disagree."""
         from .report import write_report
 
-        return write_report(self, self.run_id(run), Path(path), against)
+        return write_report(self, self.run_id(run), Path(path), against, label)
 
     def _repr_html_(self) -> str:
         """Jupyter shows a database as its last finished run's pass rates per provider."""

@@ -135,7 +135,7 @@ def _kappa_sql() -> str:
                          + (tn / n_) * (1 - (r0 + c0) * (1 - kappa)) ** 2
                          + (1 - kappa) ** 2 * ((fn / n_) * (c1 + r0) ** 2
                                                + (fp / n_) * (c0 + r1) ** 2)
-                         - (kappa - pe * (1 - kappa)) ** 2) / (1 - pe) ** 2 / n_ AS var
+                         - (kappa - pe * (1 - kappa)) ** 2) / NULLIF(1 - pe, 0) ** 2 / n_ AS var
               FROM k)"""
 
 
@@ -144,8 +144,10 @@ JUDGE_AGREEMENT = f"""
     {_kappa_sql()}
     SELECT v.run_id, v.judge_model, v.type, v.metric, v.provider, n_::BIGINT AS n,
            po AS agreement, kappa,
-           greatest(-1, kappa - {Z95!r} * sqrt(greatest(var, 0))) AS kappa_low,
-           least(1, kappa + {Z95!r} * sqrt(greatest(var, 0))) AS kappa_high,
+           CASE WHEN var IS NOT NULL
+                THEN greatest(-1, kappa - {Z95!r} * sqrt(greatest(var, 0))) END AS kappa_low,
+           CASE WHEN var IS NOT NULL
+                THEN least(1, kappa + {Z95!r} * sqrt(greatest(var, 0))) END AS kappa_high,
            tp / NULLIF(tp + fn, 0) AS tpr, tn / NULLIF(tn + fp, 0) AS tnr,
            tp::BIGINT AS tp, fn::BIGINT AS fn, fp::BIGINT AS fp, tn::BIGINT AS tn,
            errors, bad_labels

@@ -1,0 +1,107 @@
+"""The judge against a person: `judge_agreement` and the cases where they disagree, read
+from the store's macros (store/agreement.py) for one run, plus the `agreement` command.
+
+A label names a var of the run's cases (a dataset column): pass/fail, true/false, yes/no,
+1/0, a boolean, or a score read against the assertion's threshold. Kappa's interval is the
+asymptotic one (the standard error statsmodels' `cohens_kappa` computes), not a bootstrap:
+closed form, so it costs nothing at any size; with few labels (n below ~30) or a kappa near
+1 it is too narrow, and the docs say so (docs/judge-audit.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+import polars as pl
+
+from ..cli_support import FORMATS, emit, show, user_errors
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from .results import Results
+
+ORDER = "judge_model NULLS FIRST, type, metric NULLS FIRST, provider NULLS FIRST"
+# what a person reads beside each disagreement: the output, the judge's reason, the label
+DISAGREEMENT_COLUMNS = ["case_id", "provider", "prompt", "judge_model", "type", "metric",
+                        "output", "status", "score", "reason", "label"]
+
+
+def _args(label: str, metric: str | None, type_: str | None) -> list:
+    if not isinstance(label, str) or not label:
+        raise InputError("give the var holding the person's labels (e.g. label='human')")
+    return [label, metric, type_]
+
+
+def agreement(results: Results, run_id: str, label: str, metric: str | None = None,
+              type_: str | None = None) -> pl.DataFrame:
+    """judge_agreement for one run (run_id left out), its var checked to exist."""
+    frame = results.query(
+        "SELECT * EXCLUDE (run_id) FROM judge_agreement(?, metric := ?, type := ?) "
+        f"WHERE run_id = ? ORDER BY {ORDER}", [*_args(label, metric, type_), run_id])
+    if frame.is_empty():
+        _check_label(results, run_id, label)
+    return frame
+
+
+def disagreements(results: Results, run_id: str, label: str, metric: str | None = None,
+                  type_: str | None = None, limit: int | None = None) -> pl.DataFrame:
+    """The labelled cases where the judge's verdict is not the person's (errors apart)."""
+    cap = "" if limit is None else f" LIMIT {int(limit)}"
+    return results.query(
+        f"SELECT {', '.join(DISAGREEMENT_COLUMNS)} FROM judge_labels(?, metric := ?, "
+        f"type := ?) WHERE run_id = ? AND NOT agrees ORDER BY {ORDER}, case_id{cap}",
+        [*_args(label, metric, type_), run_id])
+
+
+def _check_label(results: Results, run_id: str, label: str) -> None:
+    """No labelled graded verdict: say whether the var is missing, or nothing is graded."""
+    graded = results.query("SELECT count(*) AS n FROM graded_verdicts WHERE run_id = ?",
+                           [run_id])["n"][0]
+    if not graded:
+        raise InputError(f"run {run_id} has no model-graded assertion: nothing to compare "
+                         f"with the labels in {label!r}")
+    names = results.query(
+        "SELECT DISTINCT unnest(json_keys(vars)) AS name FROM cases WHERE run_id = ? "
+        "ORDER BY 1", [run_id])["name"].to_list()
+    if label not in names:
+        shown = ", ".join(names[:20]) or "none"
+        raise InputError(f"run {run_id}: no var {label!r} holds labels (its vars: {shown})")
+
+
+@click.command("agreement")
+@click.option("--db", default="results.duckdb", show_default=True)
+@click.option("--label", required=True, help="The var (dataset column) holding a person's "
+              "verdict: pass/fail, true/false, yes/no, 1/0, or a score.")
+@click.option("--run", "run_id", help="Run id, a unique prefix, 'last' or 'previous' "
+              "(default: the last run).")
+@click.option("--metric", help="Only the graded assertions of this named metric.")
+@click.option("--type", "type_", help="Only graded assertions of this type (e.g. llm-rubric).")
+@click.option("--disagreements", "limit", default=20, show_default=True,
+              type=click.IntRange(min=0), help="Disagreeing cases listed (table format).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True, help="A table, or JSON / CSV for scripts.")
+@user_errors
+def agreement_command(db: str, label: str, run_id: str | None, metric: str | None,
+                      type_: str | None, limit: int, fmt: str) -> None:
+    """How often the judge agrees with a person's labels: per judge model x graded
+    assertion (type, metric) x provider, n, agreement, Cohen's kappa with its 95 %
+    interval, the judge's tpr / tnr (a pass is positive), the 2 x 2 counts, and cases
+    the judge errored on or whose label was unreadable, apart. Then the cases where they
+    disagree: output, the judge's reason and the label side by side."""
+    from .results import Results
+
+    results = Results(db)
+    run = results.run_id(run_id)
+    table = results.judge_agreement(label, metric, type_, run=run)
+    if fmt != "table":
+        emit({}, fmt, table=table)
+        return
+    click.echo(f"run {run}: the judge against the labels in {label!r}")
+    show(frame=table.with_columns(pl.col(pl.Float64).round(4)))
+    if limit:
+        cases = results.judge_disagreements(label, metric, type_, run=run, limit=limit)
+        if cases.height:
+            click.echo(f"disagreements (first {limit}):")
+            show(frame=cases.with_columns(pl.col("output").str.slice(0, 80),
+                                          pl.col("reason").str.slice(0, 80)))

@@ -16,6 +16,7 @@ from .load.sources import Outputs, check_apart, inline_outputs
 from .load.stream import BATCH_ROWS
 from .run.dry_run import dry_run as plan_only
 from .run.local import evaluate_local
+from .run.sample import SEED as SAMPLE_SEED
 from .store import results as store
 from .suites.judge import JudgeConfig
 from .suites.model import Suite
@@ -29,7 +30,9 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
              batch_rows: int = BATCH_ROWS, progress: bool = False,
              config: dict[str, Any] | None = None, judge_config: JudgeConfig | None = None,
              judge: Judge | None = None, resume: str | None = None,
-             engine: str = "local", copy_outputs: bool = False) -> Run:
+             engine: str = "local", copy_outputs: bool = False,
+             judge_sample: str | float | None = None, judge_sample_seed: int = SAMPLE_SEED
+             ) -> Run:
     """Score `outputs` (a file, a DuckDB table, a frame, or the suite's inline outputs)
     against `suite`, writing results batch by batch into the DuckDB database `db`.
 
@@ -38,28 +41,37 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     `resume` re-runs the run of that id in place: no judge call already answered is sent.
     `engine="ray"` runs it on a Ray cluster (Parquet files, or a Ray Dataset as `outputs`;
     see docs/ray.md). A Parquet file's outputs and vars are not copied into `db`: its
-    `cases` view reads them from the file (store/cases.py), unless `copy_outputs`."""
+    `cases` view reads them from the file (store/cases.py), unless `copy_outputs`.
+    `judge_sample` ('2%', 0.02, or a count such as 2000) judges a seeded sample of the cases
+    only (run/sample.py); the others' graded assertions end `skipped`, every deterministic
+    check still runs on every row. A resumed run keeps the sample it began with."""
     check_apart(outputs, db)
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     if engine != "local":
+        if judge_sample is not None:
+            raise InputError("judge_sample is not supported with engine='ray' yet")
         from .distributed import evaluate_on
         return evaluate_on(engine, suite, outputs, db=db, batch_rows=batch_rows,
                            config=config, resume=resume, judge_config=judge_config,
                            judge=judge)
     return evaluate_local(suite, outputs, db=db, batch_rows=batch_rows, progress=progress,
                           config=config, judge_config=judge_config, judge=judge,
-                          resume=resume, copy_outputs=copy_outputs)
+                          resume=resume, copy_outputs=copy_outputs,
+                          sample=(judge_sample, judge_sample_seed))
 
 
 def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Path = ":memory:",
-            batch_rows: int = BATCH_ROWS, judge_config: JudgeConfig | None = None
+            batch_rows: int = BATCH_ROWS, judge_config: JudgeConfig | None = None,
+            judge_sample: str | float | None = None, judge_sample_seed: int = SAMPLE_SEED
             ) -> Stats | None:
     """Plan the judge calls of an evaluation without sending any: returns the runner's Stats
     (requests, unique, already answered in `db`, to send, estimated tokens and cost). Only
-    model-graded assertions are planned: no other check runs (no webhook, no python)."""
+    model-graded assertions are planned: no other check runs (no webhook, no python). With
+    `judge_sample`, only the calls of the cases in that sample."""
     check_apart(outputs, db)
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
-    return plan_only(suite, outputs, db=db, batch_rows=batch_rows, judge_config=judge_config)
+    return plan_only(suite, outputs, db=db, batch_rows=batch_rows, judge_config=judge_config,
+                     sample=(judge_sample, judge_sample_seed))
 
 
 def open_results(db: str | Path) -> duckdb.DuckDBPyConnection:

@@ -23,6 +23,7 @@ from .cli_eval import (
     write_output,
 )
 from .cli_support import EXIT_FAILED, FORMATS, UserError, emit, show, show_relation, user_errors
+from .run.sample import SEED as SAMPLE_SEED
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,6 +77,12 @@ def _one_line(message, category, filename, lineno, line=None) -> str:
               "judge_calls (earlier runs, or with --resume this one).")
 @click.option("--dry-run", is_flag=True, help="Print the judge calls planned, estimated tokens "
               "and cost; send nothing and write no run.")
+@click.option("--judge-sample", metavar="N|P%", help="Judge a seeded sample of the cases: a "
+              "share (2%, 0.02) or about N cases, stratified by provider x prompt x test; "
+              "deterministic checks still run on every row, the others' graded assertions "
+              "end skipped. Rates over judged cases carry finite-population intervals.")
+@click.option("--judge-sample-seed", type=int, default=SAMPLE_SEED, show_default=True,
+              help="The judge sample's seed (another seed, another sample).")
 @click.option("--resume", "resume", metavar="RUN", help="Re-run an interrupted run in place "
               "(its id, a unique prefix, or 'last'): judge calls already answered are not "
               "sent again.")
@@ -95,7 +102,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
                  judge_key_env: str | None, judge_mode: str | None,
                  judge_concurrency: int | None, judge_rpm: float | None,
                  judge_tpm: float | None, max_cost: float | None, no_cache: bool,
-                 dry_run: bool, resume: str | None, engine: str, results: str | None,
+                 dry_run: bool, judge_sample: str | None, judge_sample_seed: int,
+                 resume: str | None, engine: str, results: str | None,
                  copy_outputs: bool) -> None:
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
@@ -117,19 +125,27 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
                           batch_rows=batch_rows, resume=resume, judge_config=judge_config,
                           refused={
                               "--results without --engine ray": engine != "ray",
-                              "--filter-*": bool(filters), "--dry-run": dry_run})
+                              "--filter-*": bool(filters), "--dry-run": dry_run,
+                              "--judge-sample": judge_sample is not None})
         return _report(run, output_path, db, fmt)
     source = filtered(spec, outputs, filters, batch_rows)
     if dry_run:
         _print_plan(api.dry_run(spec, source, db=db, batch_rows=batch_rows,
                                 judge_config=judge_config), judge_config)
+        if judge_sample is not None:
+            source = filtered(spec, outputs, filters, batch_rows)  # a reader is read once
+            _print_plan(api.dry_run(spec, source, db=db, batch_rows=batch_rows,
+                                    judge_config=judge_config, judge_sample=judge_sample,
+                                    judge_sample_seed=judge_sample_seed), judge_config,
+                        f"with --judge-sample {judge_sample}: ")
         return
     warn_without_judge(spec, judge_config)
     config = {"outputs": outputs, "db": db, "batch_rows": batch_rows,
               "filters": filters.record() or None}
     run = api.evaluate(spec, source, db=db, batch_rows=batch_rows, progress=progress,
                        config=config, judge_config=judge_config, resume=resume,
-                       copy_outputs=copy_outputs)
+                       copy_outputs=copy_outputs, judge_sample=judge_sample,
+                       judge_sample_seed=judge_sample_seed)
     _report(run, output_path, db, fmt)
 
 
@@ -137,7 +153,10 @@ def _report(run: api.Run, output_path: str | None, db: str, fmt: str) -> None:
     if output_path:
         write_output(run, output_path)
     totals = _print_run(run, db, fmt)
-    sys.exit(0 if totals["pass"] == totals["cases"] else EXIT_FAILED)
+    judged = totals["cases"] - totals.get("skipped", 0)
+    # a case outside the judge sample still fails the run when a check that ran on it failed
+    passed = totals["pass"] == judged and not (totals.get("skipped") and run.skipped_failures())
+    sys.exit(0 if passed else EXIT_FAILED)
 
 
 def _db_given(db: str, results: str | None) -> str | None:
@@ -148,16 +167,20 @@ def _db_given(db: str, results: str | None) -> str | None:
 
 def _print_run(run: api.Run, db: str, fmt: str) -> dict:
     summary = run.summary()
-    totals = dict(zip(("cases", "pass", "fail", "error"),
-                      summary.select("cases", "pass", "fail", "error").sum().row(0)))
+    counts = [c for c in ("cases", "pass", "fail", "error", "skipped") if c in summary.columns]
+    totals = dict(zip(counts, summary.select(counts).sum().row(0)))
     if fmt != "table":
         emit({"run_id": run.run_id, **totals, "summary": summary,
               "named_metrics": run.named_metrics, "derived_metrics": run.derived_metrics},
              fmt, table=summary.with_columns(run_id=pl.lit(run.run_id)))
         return totals
+    skipped = totals.get("skipped", 0)
+    sample = (f", {skipped} not in the judge sample (their graded assertions skipped)"
+              if skipped else "")
     click.echo(f"run {run.run_id}: {totals['cases']} cases, {totals['pass']} passed, "
-               f"{totals['fail']} failed, {totals['error']} errors "
-               f"({100 * totals['pass'] / max(totals['cases'], 1):.1f}% pass)")
+               f"{totals['fail']} failed, {totals['error']} errors{sample} "
+               f"({100 * totals['pass'] / max(totals['cases'] - skipped, 1):.1f}% pass"
+               f"{' of those judged' if skipped else ''})")
     show("SELECT * FROM summary", summary=summary)
     _print_metrics(run)
     _print_judge(run)
@@ -176,11 +199,11 @@ def _print_judge(run: api.Run) -> None:
                    "came from judge_calls")
 
 
-def _print_plan(stats, config) -> None:
+def _print_plan(stats, config, heading: str = "") -> None:
     if stats is None:
         click.echo("no judge configured: no judge call planned (set --judge-model or judge:)")
         return
-    click.echo(f"judge {config.model} ({config.mode}): {stats.graded} graded assertions, "
+    click.echo(f"{heading}judge {config.model} ({config.mode}): {stats.graded} graded assertions, "
                f"{stats.unique} unique requests, {stats.cached} already answered, "
                f"{stats.sent} to send ({stats.requested} before de-duplication)")
     click.echo(f"estimated: {stats.est_tokens} tokens, ${stats.est_cost:.4f} "

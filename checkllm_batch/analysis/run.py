@@ -10,7 +10,7 @@ import duckdb
 import polars as pl
 
 from ..store import results as store
-from ..store.views import wilson_sql
+from ..store.views import rate_interval_sql
 
 # each top-level assertion in order, an assert-set followed by its members (whose
 # assertion_index is their place in the set, parent_index the set's)
@@ -66,22 +66,29 @@ class Run:
 
     def summary(self) -> pl.DataFrame:
         """Per provider: cases, pass / fail / error counts, pass rate and its 95 % Wilson
-        interval (pass_rate_low, pass_rate_high). From the stored
+        interval (pass_rate_low, pass_rate_high). On a run judged on a sample, `skipped`
+        counts the cases outside it, the rate is over the judged ones and its interval
+        has the finite-population correction (store/views.py). From the stored
         facts (`case_rows`): the `cases` view would read a run's source file to no purpose
         (at 10M cases: 4.8 s against 2.6)."""
-        low, high = wilson_sql("COUNT(*) FILTER (t.status = 'pass')", "COUNT(*)")
-        return store.frame(self.con, f"""
-            SELECT c.provider, COUNT(*) AS cases,
-                   COUNT(*) FILTER (t.status = 'pass') AS pass,
+        passed, judged = "COUNT(*) FILTER (t.status = 'pass')", \
+            "COUNT(*) FILTER (t.status <> 'skipped')"
+        low, high = rate_interval_sql(passed, judged, "COUNT(*)", f"COUNT(*) > {judged}")
+        frame = store.frame(self.con, f"""
+            SELECT c.provider, COUNT(*) AS cases, {passed} AS pass,
                    COUNT(*) FILTER (t.status = 'fail') AS fail,
                    COUNT(*) FILTER (t.status = 'error') AS error,
-                   ROUND(COUNT(*) FILTER (t.status = 'pass') / COUNT(*), 4) AS pass_rate,
+                   COUNT(*) - {judged} AS skipped,
+                   ROUND({passed} / NULLIF({judged}, 0), 4) AS pass_rate,
                    ROUND({low}, 4) AS pass_rate_low, ROUND({high}, 4) AS pass_rate_high
             FROM test_results t JOIN case_rows c USING (run_id, case_id)
             WHERE t.run_id = ? GROUP BY ALL ORDER BY c.provider NULLS FIRST""", [self.run_id])
+        return frame if frame["skipped"].sum() else frame.drop("skipped")
 
-    def _repr_html_(self) -> str:
-        """Jupyter shows a run as its pass rates per provider."""
-        from .html_summary import run_html
-
-        return run_html(self)
+    def skipped_failures(self) -> int:
+        """Failed or errored checks on cases outside the judge sample: their tests are
+        `skipped`, yet a check that ran on them did not pass (the exit code says so)."""
+        return self.con.execute("""
+            SELECT count(*) FROM assertion_results a JOIN test_results t USING (run_id, case_id)
+            WHERE a.run_id = ? AND t.status = 'skipped' AND a.status IN ('fail', 'error')
+              AND NOT COALESCE(a.metric_only, false)""", [self.run_id]).fetchall()[0][0]

@@ -6,6 +6,9 @@ promptfoo adds them (`plan.adding_order`):
   assertions at all scores 1 and passes ("No assertions");
 - pass = every such row passed, or, with a threshold (0 included), score >= threshold;
 - any row that errors, metric-only or not, makes the whole an error (promptfoo: the cell);
+- any row `skipped` (a graded assertion of a case outside the judge sample, run/sample.py)
+  makes the whole skipped, "not in the judge sample": neither pass nor fail, so rates count
+  judged cases only;
 - reason: the first error; with a threshold, "Aggregate score 0.33 < 0.5 threshold"; else
   the last failure's reason (promptfoo keeps overwriting it), or "All assertions passed".
 """
@@ -19,6 +22,8 @@ import polars as pl
 
 from ..assertions import text_of_distinct
 from ..js.jsvalue import js_number
+
+NOT_SAMPLED = "not in the judge sample"  # a skipped row's reason (run/sample.py)
 
 
 def in_order(x: pl.Expr) -> pl.Expr:
@@ -41,12 +46,12 @@ def aggregate(rows: pl.LazyFrame, by: list[str], order: pl.DataFrame) -> pl.Lazy
     return (rows.with_columns(pl.col("parent_index").fill_null(-1))
             .join(order.lazy(), on=keys, how="left").sort("order", maintain_order=True)
             .group_by(by).agg(
-                errors=(status == "error").sum(),
+                errors=(status == "error").sum(), skipped=(status == "skipped").sum(),
                 all_pass=((status == "pass") | ~scoring).all(),
                 total=in_order(weight), weighted=in_order(pl.col("score") * weight),
                 first_error=reason.filter(status == "error").first(),
                 last_fail=reason.filter((status == "fail") & scoring).last())
-            .select(*by, "errors", "all_pass",
+            .select(*by, "errors", "skipped", "all_pass",
                     score=pl.when(total > 0).then(pl.col("weighted") / total).otherwise(0.0),
                     first_error="first_error", last_fail="last_fail"))
 
@@ -60,13 +65,16 @@ def verdict(score: pl.Expr) -> dict[str, pl.Expr]:
     thresholded = pl.col("threshold").is_not_null() & ~none
     passed = (pl.when(thresholded).then(by_threshold)
               .otherwise(pl.col("all_pass").fill_null(True)))
-    error = pl.col("errors").fill_null(0) > 0
+    skipped = pl.col("skipped").fill_null(0) > 0
+    error = (pl.col("errors").fill_null(0) > 0) & ~skipped
+    unknown = error | skipped
     return {
-        "status": pl.when(error).then(pl.lit("error")).when(passed).then(pl.lit("pass"))
-        .otherwise(pl.lit("fail")),
-        "pass": pl.when(error).then(None).otherwise(passed),
-        "score": pl.when(error).then(None).otherwise(score),
-        "reason": pl.when(error).then(pl.col("first_error"))
+        "status": pl.when(skipped).then(pl.lit("skipped")).when(error).then(pl.lit("error"))
+        .when(passed).then(pl.lit("pass")).otherwise(pl.lit("fail")),
+        "pass": pl.when(unknown).then(None).otherwise(passed),
+        "score": pl.when(unknown).then(None).otherwise(score),
+        "reason": pl.when(skipped).then(pl.lit(NOT_SAMPLED))
+        .when(error).then(pl.col("first_error"))
         .when(none).then(pl.lit("No assertions"))
         .when(thresholded).then(pl.format(
             "Aggregate score {} {} {} threshold", text_of_distinct(score, to_fixed),

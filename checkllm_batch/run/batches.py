@@ -7,14 +7,14 @@ ids depend only on the batch's position in the dataset."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 import pyarrow as pa
 
 from ..evaluate.engine import evaluate_batch
 from ..evaluate.judging.hook import JudgeHook
-from ..evaluate.plan import Plan, build_plan
+from ..evaluate.plan import Plan, Planned, build_plan
 from ..load.cases import CaseBuilder
 from ..store.results import CASE_COLUMNS, RESULT_COLUMNS, TEST_COLUMNS
 from ..suites.model import Suite
@@ -37,7 +37,9 @@ class BatchEvaluator:
 
     plan: Plan
     source: str
-    hook: JudgeHook | None = None  # model-graded assertions: without it, an error row each
+    # model-graded assertions (the run's hook, or it behind a judge sample: run/sample.py);
+    # without it, an error row each
+    hook: Callable[[Planned, pl.DataFrame], pl.DataFrame] | None = None
     _builders: dict[pa.Schema, CaseBuilder] = field(default_factory=dict, init=False)
 
     @classmethod

@@ -31,27 +31,35 @@ from ..suites.judge import JudgeConfig
 from ..suites.model import Suite
 from . import lifecycle
 from .batches import BatchEvaluator
+from .sample import SEED, JudgeSample, resumed_sample, sampled
 
 
 def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path, batch_rows: int,
                    progress: bool = False, config: dict[str, Any] | None = None,
                    judge_config: JudgeConfig | None = None, judge: Judge | None = None,
-                   resume: str | None = None, copy_outputs: bool = False) -> Run:
-    """cb.evaluate in this process (its arguments are documented there)."""
+                   resume: str | None = None, copy_outputs: bool = False,
+                   sample: tuple[Any, int] = (None, SEED)) -> Run:
+    """cb.evaluate in this process (its arguments are documented there; `sample` is its
+    judge_sample and judge_sample_seed)."""
     judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
     plan = build_plan(suite)
     config = {**(config or {}), "judge": judge_config.record()}
     source, batches, total, identity = open_outputs(suite, outputs, batch_rows, config)
+    chosen = JudgeSample.parse(sample[0], total, sample[1]) if sample[0] is not None else None
+    if chosen is not None:
+        config["judge_sample"] = chosen.record()
     _start_pool(plan, total)
     evaluator = BatchEvaluator(plan, source)
     reader, (builder, batches) = batches, _checked_first(evaluator, batches)
     con = store.connect(db)
     writer = ThreadPoolExecutor(max_workers=1)
     hashed = writer.submit(_fingerprint, identity, config)
+    if resume:  # checked before the run is taken up: a refusal leaves it as it was
+        chosen = resumed_sample(con, store.run_to_resume(con, resume), chosen)
     run_id, done = lifecycle.begin(con, suite, source, config, resume, hashed.result)
     text = _keeps_text(con, run_id, resume, copy_outputs, outputs, builder)
-    evaluator.hook = hook = open_hook(plan, con, run_id, judge_config, judge=judge,
-                                      progress=progress)
+    hook = open_hook(plan, con, run_id, judge_config, judge=judge, progress=progress)
+    evaluator.hook = sampled(hook, chosen)
     bar = RunProgress(run_id, total, progress, hook.runner, done=done)
     out = con.cursor()  # the writer's own connection: its transactions are its own
     append = partial(store.append, out, run_id, outputs_hash=hashed.result, text=text)

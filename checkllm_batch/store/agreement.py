@@ -44,7 +44,7 @@ def _default_thresholds() -> str:
 
 
 # the assertion's spec: a top-level one's, or an assert-set member's inside its set's
-_SPEC = ("CASE WHEN a.parent_index IS NULL THEN s.spec "
+_SPEC = ("CASE WHEN {parent} IS NULL THEN s.spec "
          "ELSE json_extract(s.spec, '$.children[' || a.assertion_index || ']') END")
 # the assertion's own judge: provider (an id, or an object's id / text id), else model
 _PROVIDER = """
@@ -62,9 +62,13 @@ _PROVIDER = """
     END, '^openai:(chat:|completion:|embedding:)?', '')"""
 
 
-def graded_verdicts_sql() -> str:
-    """The graded_verdicts view's query (case_rows: the stored cases)."""
+def graded_verdicts_sql(columns: set[str] | None = None) -> str:
+    """The graded_verdicts view's query (case_rows: the stored cases), over the
+    assertion_results `columns` present (a database before migration 0003 has no
+    parent_index: every row is top-level)."""
     embedding = _quoted(list(_EMBEDDING))
+    parent = "a.parent_index" if columns is None or "parent_index" in columns \
+        else "NULL::INTEGER"
     return f"""
         SELECT x.run_id, x.case_id, x.provider, x.prompt, x.test_index, x.assertion_index,
                x.parent_index, x.type, x.metric, x.status, x.pass, x.score, x.reason,
@@ -76,14 +80,14 @@ def graded_verdicts_sql() -> str:
                COALESCE(TRY_CAST(json_extract(x.spec, '$.threshold') AS DOUBLE),
                         x.default_threshold) AS threshold
         FROM (SELECT a.run_id, a.case_id, c.provider, c.prompt, c.test_index,
-                     a.assertion_index, a.parent_index, a.type, a.metric, a.status, a.pass,
-                     a.score, a.reason, r.config, {_SPEC} AS spec,
+                     a.assertion_index, {parent} AS parent_index, a.type, a.metric, a.status,
+                     a.pass, a.score, a.reason, r.config, {_SPEC.format(parent=parent)} AS spec,
                      {_default_thresholds()} AS default_threshold
               FROM assertion_results a
               JOIN case_rows c USING (run_id, case_id)
               JOIN runs r ON r.run_id = a.run_id
               LEFT JOIN assertions s ON s.run_id = a.run_id AND s.test_index = c.test_index
-                   AND s.assertion_index = COALESCE(a.parent_index, a.assertion_index)
+                   AND s.assertion_index = COALESCE({parent}, a.assertion_index)
               WHERE regexp_replace(a.type, '^not-', '') IN ({_quoted(graded_types())})) x"""
 
 

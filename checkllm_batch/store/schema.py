@@ -92,9 +92,10 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
     # the pass-rate views gain their 95 % Wilson interval (pass_rate_low, pass_rate_high):
     # no table changes, applying it re-creates the views in databases written before
     ("0008_pass_rate_intervals", lambda con: None),
-    # the judge against people's labels: graded_verdicts, judge_labels, judge_agreement
-    # (views and macros only: applying it re-creates them in databases written before)
-    ("0009_judge_agreement", lambda con: None),
+    # auditing the judge: graded_verdicts, judge_labels, judge_agreement; the pass-rate
+    # views count `skipped` cases (outside a judge sample) apart, with finite-population
+    # intervals where a rate is of a sample. Views only: applying it re-creates them.
+    ("0009_judge_audit", lambda con: None),
 ]
 
 

@@ -54,8 +54,44 @@ def wilson_columns(passed: str, n: str) -> str:
     return f"{low} AS pass_rate_low, {high} AS pass_rate_high"
 
 
+def wilson_fpc_sql(passed: str, n: str, population: str) -> tuple[str, str]:
+    """Wilson's interval of passed / n for n cases drawn without replacement from
+    `population` (a judge sample: run/sample.py), with the finite-population correction:
+    the interval of the effective size n (N - 1) / (N - n), the size whose binomial variance
+    equals the sample's (Kish's design effect (N - n) / (N - 1)). It narrows as the sample
+    nears the whole run, to the rate itself when every case was judged."""
+    n_, big = f"({n})::DOUBLE", f"({population})::DOUBLE"
+    effective = f"({n_} * ({big} - 1) / NULLIF({big} - {n_}, 0))"
+    low, high = wilson_sql(f"({passed}) * {effective} / NULLIF({n_}, 0)", effective)
+    rate = f"({passed})::DOUBLE / NULLIF({n_}, 0)"
+    census = f"({n_} > 0 AND {n_} >= {big})"
+    return (f"CASE WHEN {census} THEN {rate} ELSE {low} END",
+            f"CASE WHEN {census} THEN {rate} ELSE {high} END")
+
+
+def rate_interval_sql(passed: str, n: str, population: str, sampled: str) -> tuple[str, str]:
+    """(low, high): Wilson's interval, or where the rate is of a judge sample (`sampled`, an
+    SQL condition: the group has skipped cases) its finite-population variant over the
+    `population` of cases, so the interval estimates the whole run's rate. A group every
+    case of which was judged (deterministic checks, a run without a sample) keeps Wilson's
+    interval, as in a run without a sample."""
+    low, high = wilson_sql(passed, n)
+    fpc_low, fpc_high = wilson_fpc_sql(passed, n, population)
+    return (f"CASE WHEN {sampled} THEN {fpc_low} ELSE {low} END",
+            f"CASE WHEN {sampled} THEN {fpc_high} ELSE {high} END")
+
+
+def rate_interval_columns(passed: str, n: str, population: str, sampled: str) -> str:
+    """`pass_rate_low, pass_rate_high` columns (rate_interval_sql) for a SELECT list."""
+    low, high = rate_interval_sql(passed, n, population, sampled)
+    return f"{low} AS pass_rate_low, {high} AS pass_rate_high"
+
+
 _PASSED = "COUNT(*) FILTER (a.status = 'pass')"
 _GRADED = "COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error'))"
+_NOT_SKIPPED = "COUNT(*) FILTER (a.status <> 'skipped')"
+_T_PASSED = "COUNT(*) FILTER (t.status = 'pass')"
+_JUDGED = "COUNT(*) FILTER (t.status <> 'skipped')"
 
 VIEWS: dict[str, tuple[str, str]] = {
     "case_results": (("one row per case with its test verdict: provider, prompt, vars, output, "
@@ -64,14 +100,17 @@ VIEWS: dict[str, tuple[str, str]] = {
                c.latency_ms, c.cost
         FROM cases c JOIN test_results t USING (run_id, case_id)"""),
     "pass_rates": (("test pass rate per run x provider x prompt with its 95 % Wilson interval "
-                   "(pass_rate_low, pass_rate_high), fail/error counts and mean score"), f"""
+                   "(pass_rate_low, pass_rate_high), fail/error counts and mean score; on a run "
+                   "judged on a sample, over its judged cases (skipped: the others), the "
+                   "interval with the finite-population correction"), f"""
         SELECT c.run_id, c.provider, c.prompt, COUNT(*) AS cases,
-               COUNT(*) FILTER (t.status = 'pass') AS passed,
+               {_T_PASSED} AS passed,
                COUNT(*) FILTER (t.status = 'fail') AS failed,
                COUNT(*) FILTER (t.status = 'error') AS errors,
-               COUNT(*) FILTER (t.status = 'pass') / COUNT(*) AS pass_rate,
-               {wilson_columns("COUNT(*) FILTER (t.status = 'pass')", "COUNT(*)")},
-               AVG(t.score) AS mean_score
+               {_T_PASSED} / NULLIF({_JUDGED}, 0) AS pass_rate,
+               {rate_interval_columns(_T_PASSED, _JUDGED, "COUNT(*)", f"COUNT(*) > {_JUDGED}")},
+               AVG(t.score) AS mean_score,
+               COUNT(*) FILTER (t.status = 'skipped') AS skipped
         FROM case_rows c JOIN test_results t USING (run_id, case_id)
         GROUP BY ALL"""),
     "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type, with "
@@ -84,7 +123,8 @@ VIEWS: dict[str, tuple[str, str]] = {
                COUNT(*) FILTER (a.status = 'error') AS errors,
                COUNT(*) FILTER (a.status = 'skipped') AS skipped,
                {_PASSED} / NULLIF({_GRADED}, 0) AS pass_rate,
-               {wilson_columns(_PASSED, _GRADED)},
+               {rate_interval_columns(_PASSED, _GRADED, f"{_GRADED} + COUNT(*) - {_NOT_SKIPPED}",
+                                      f"COUNT(*) > {_NOT_SKIPPED}")},
                AVG(a.score) AS mean_score
         FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         GROUP BY ALL"""),
@@ -95,8 +135,10 @@ VIEWS: dict[str, tuple[str, str]] = {
                COUNT(*) FILTER (a.status = 'fail') AS failed,
                COUNT(*) FILTER (a.status = 'error') AS errors,
                {_PASSED} / NULLIF({_GRADED}, 0) AS pass_rate,
-               {wilson_columns(_PASSED, _GRADED)},
-               AVG(a.score) AS mean_score
+               {rate_interval_columns(_PASSED, _GRADED, f"{_GRADED} + COUNT(*) - {_NOT_SKIPPED}",
+                                      f"COUNT(*) > {_NOT_SKIPPED}")},
+               AVG(a.score) AS mean_score,
+               COUNT(*) FILTER (a.status = 'skipped') AS skipped
         FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         WHERE a.metric IS NOT NULL
         GROUP BY ALL"""),
@@ -123,12 +165,15 @@ VIEWS: dict[str, tuple[str, str]] = {
         FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         WHERE a.score BETWEEN 0 AND 1
         GROUP BY ALL"""),
-    "run_overview": ("one row per run: when, status, cases, pass rate, providers", """
+    "run_overview": (("one row per run: when, status, cases, pass rate (over judged cases "
+                      "when judged on a sample), providers, cases skipped"), """
         SELECT r.run_id, r.started_at, r.status, r.suite_path, r.outputs_path,
                COALESCE(r.cases, p.total) AS cases,
-               p.passed, p.passed / NULLIF(p.total, 0) AS pass_rate, p.providers
+               p.passed, p.passed / NULLIF(p.judged, 0) AS pass_rate, p.providers,
+               p.total - p.judged AS skipped
         FROM runs r LEFT JOIN (
             SELECT run_id, COUNT(*) AS total, COUNT(*) FILTER (status = 'pass') AS passed,
+                   COUNT(*) FILTER (status <> 'skipped') AS judged,
                    COUNT(DISTINCT provider) AS providers
             FROM case_rows JOIN test_results USING (run_id, case_id)
             GROUP BY run_id) p USING (run_id)"""),
@@ -269,7 +314,10 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query.replace('case_rows', stored)}")
         con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")
     name, comment = agreement.VIEW
-    query = agreement.graded_verdicts_sql().replace('case_rows', stored)
+    columns = {r[0] for r in con.sql(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = "
+        "'assertion_results' AND table_schema = current_schema()").fetchall()}
+    query = agreement.graded_verdicts_sql(columns).replace('case_rows', stored)
     con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
     con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")
     con.execute(f"CREATE OR REPLACE VIEW judge_costs AS {judge_costs_sql(con)}")

@@ -21,8 +21,8 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from checkllm_batch.assertions._support import markup, meteor, sql
-from checkllm_batch.assertions._support import openaitools as tools
+from checkllm_batch.assertions.parsers import markup, meteor, sql
+from checkllm_batch.assertions.parsers import openaitools as tools
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder

@@ -24,7 +24,7 @@ import polars as pl
 import yaml
 from full_vocabulary import frame
 
-from checkllm_batch.assertions._support import values
+from checkllm_batch.assertions.batch import values
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder

@@ -14,8 +14,8 @@ import polars as pl
 
 from ..js import template
 from ..js.jsonvalue import same_value
-from ._support.distinct import Outcome
-from ._support.values import number
+from .batch.distinct import Outcome
+from .batch.values import number
 from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
 from .text import item_hits, plain_items, split_items
 

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from ..suites.model import AssertionSpec
-from ._support.values import number
+from .batch.values import number
 from .registry import Ctx, Value, Verdict, assertion, promptkit_names
 
 

@@ -17,9 +17,9 @@ import polars as pl
 
 from ..errors import did_you_mean
 from ..suites.model import AssertionSpec
-from ._support.distinct import Outcome, over_distinct
-from ._support.pool import over_distinct_pool
-from ._support.values import PREPARED_ERROR, RowValues, literal_column
+from .batch.distinct import Outcome, over_distinct
+from .batch.pool import over_distinct_pool
+from .batch.values import PREPARED_ERROR, RowValues, literal_column
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)

@@ -13,12 +13,12 @@ from typing import Any, Callable
 import orjson
 import polars as pl
 
+from ..js.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from ..js.jsvalue import js_string, to_number
 from ..js.whitespace import JS_CHARS, WORD
-from ._support.distinct import Outcome
-from ._support.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
-from ._support.refusal import APOSTROPHES, PREFIXES, REFUSAL
-from ._support.values import short_value
+from .batch.distinct import Outcome, over_distinct
+from .batch.values import short_value
+from .parsers.refusal import APOSTROPHES, PREFIXES, REFUSAL
 from .registry import CsvValue, Ctx, Value, Verdict, assertion, promptkit_names
 
 
@@ -339,6 +339,21 @@ def _js_test(text: str | None, rx: JsRegex) -> Outcome:
     return rx.search(text), None
 
 
+def js_matches(rx: JsRegex, text: pl.Expr) -> pl.Expr:
+    """Whether each text matches, as JavaScript's `RegExp.test` says: in Rust where it can,
+    else once per distinct text in Python."""
+    if rx.backtracking and rx.units is None:
+        return over_distinct(text, lambda t: (rx.search(t), None)).struct.field("ok")
+    if rx.units is None:
+        return text.str.contains(rx.pattern)
+    astral = text.str.contains(ASTRAL)
+    found = text.str.contains(rx.pattern) if not rx.backtracking else \
+        over_distinct(text, lambda t: (rx.search(t), None)).struct.field("ok")
+    by_units = over_distinct(pl.when(astral).then(text),
+                             lambda t: (None if t is None else rx.search_units(t), None))
+    return pl.when(astral).then(by_units.struct.field("ok")).otherwise(found)
+
+
 # a pattern without a JavaScript metacharacter matches where its text occurs: a substring
 _PLAIN = r"^[^\\^$.|?*+()\[\]{}]+$"
 
@@ -348,7 +363,7 @@ def regex(ctx: Ctx) -> Verdict:
     """Output matches the JavaScript regular expression (search anywhere, no flags)."""
     rx: JsRegex | None = ctx.fixed
     if rx is not None:
-        return Verdict(ctx.once(rx.matches(ctx.output)), f"match /{rx.source}/")
+        return Verdict(ctx.once(js_matches(rx, ctx.output)), f"match /{rx.source}/")
     # per row: plain-text patterns are substring searches; Rust runs the other patterns it
     # can (a column of patterns, each compiled once); the patterns it cannot, and
     # UTF-16-sensitive ones on text beyond U+FFFF, run in Python once per distinct pair

@@ -16,8 +16,8 @@ import orjson
 import polars as pl
 
 from ..js.jsonvalue import same_value
-from ._support.distinct import Outcome, over_distinct
-from ._support.values import number
+from .batch.distinct import Outcome, over_distinct
+from .batch.values import number
 from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
 from .text import plain_items, split_items
 

@@ -1,12 +1,7 @@
-"""What the assertion types share and are not types themselves (every name here is public to
-the type modules; nothing in this package registers a type):
+"""The judge's side of the model-graded types (what graded/ types share): grading.py,
+prompts.py (the prompts promptfoo sends), replies.py (reading a judge's reply).
 
-- running checks: distinct.py (once per distinct value), pool.py (on every core), values.py
-  (per-row values), caseframe.py (the case frame custom code sees);
-- JavaScript's rules as promptfoo applies them: jsregex.py, jsontext.py, jsonformats.py,
-  jsonvalue.py, whitespace.py;
-- parser-backed checks: markup.py (XML, HTML; htmlnames.py), sql.py, openaitools.py,
-  toolnames.py; METEOR's internals: meteor.py; refusal phrases: refusal.py;
-- custom logic: scripts.py (python), expression.py, webhook.py;
-- the judge's side: grading.py (what graded/ types share), prompts.py, replies.py.
+The rest of what the types share lives by what it is: batch/ (running a check over a batch),
+parsers/ (the libraries and rules outputs are read with), custom/ (user code, SQL, webhooks),
+and JavaScript's rules in js/.
 """

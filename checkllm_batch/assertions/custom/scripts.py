@@ -26,10 +26,10 @@ import orjson
 import polars as pl
 
 from ...js.jsvalue import through_json
+from ..batch import caseframe
+from ..batch.distinct import per_distinct
+from ..batch.values import RowValues
 from ..registry import NAMED_SCORES, Ctx
-from . import caseframe
-from .distinct import per_distinct
-from .values import RowValues
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType

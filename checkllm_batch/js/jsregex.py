@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import polars as pl
 import regex as backtracking
 
+from .whitespace import JS_SPACE_RANGES
+
 # JavaScript's \d, \w and \s as ranges of code points (ASCII digits and word characters)
 _CLASS_RANGES = {"d": [(0x30, 0x39)], "w": [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F),
                                             (0x61, 0x7A)],
-                 "s": [(0x9, 0xD), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680),
-                       (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F),
-                       (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]}
+                 "s": JS_SPACE_RANGES}
 
 
 def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -18,6 +18,7 @@ import pyarrow as pa
 from .analysis.results import Results
 from .analysis.run import Run
 from .assertions import pool
+from .assertions.reading import load_suite
 from .errors import InputError, Interrupted
 from .evaluate.engine import evaluate_batch
 from .evaluate.plan import build_plan
@@ -40,7 +41,6 @@ from .store import results as store
 from .store.across import finish_across
 from .suites.judge import JudgeConfig
 from .suites.model import Suite
-from .suites.parse import load_suite
 
 BATCH_ROWS = 100_000
 # a RecordBatchReader is taken as read by load.outputs (reserved names already checked)

@@ -187,6 +187,6 @@ def _not_python(source: str) -> bool:
         "utf-8", "surrogatepass").translate(_DIGITS)
 
 
-# PromptKit's names for these checks (suites/promptkit.py translates `type` + `params`)
+# PromptKit's names for these checks (assertions/reading/promptkit.py translates `type` + `params`)
 promptkit_names("is-json", "json_valid", "is_valid_json", "valid_json", params={})
 promptkit_names("is-json", "json_schema", params={"schema": "value"})

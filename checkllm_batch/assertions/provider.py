@@ -96,5 +96,5 @@ def perplexity_score(ctx: Ctx) -> Verdict:
                    score=score, detail=detail)
 
 
-# PromptKit's name for latency (suites/promptkit.py translates `type` + `params`)
+# PromptKit's name for latency (assertions/reading/promptkit.py translates `type` + `params`)
 promptkit_names("latency", "latency_budget", params={"max_ms": "threshold"})

@@ -226,7 +226,7 @@ def promptkit_names(target: str, *names: str, params: dict[str, str],
                     fixed: dict[str, Any] | None = None) -> None:
     """Declare PromptKit's checks `names` (`type` + `params`) as our type `target`, beside
     its declaration: `params` maps each PromptKit param (and its aliases) onto our field;
-    `fixed` fields are set as given. suites/promptkit.py translates with these."""
+    `fixed` fields are set as given. assertions/reading/promptkit.py translates with these."""
     for name in names:
         if name in PROMPTKIT:
             raise RuntimeError(f"PromptKit check {name!r} declared twice")

@@ -455,7 +455,7 @@ def is_refusal(ctx: Ctx) -> Verdict:
     return Verdict(raw, "be a refusal", score=score, detail=detail)
 
 
-# PromptKit's names for these checks (suites/promptkit.py translates `type` + `params`)
+# PromptKit's names for these checks (assertions/reading/promptkit.py translates `type` + `params`)
 promptkit_names("icontains-all", "contains", "content_includes", params={"patterns": "value"})
 promptkit_names("regex", "regex", "content_matches", params={"pattern": "value"})
 promptkit_names("icontains-any", "contains_any", "content_includes_any",

@@ -1,25 +1,15 @@
-"""`tests: file://...`: test cases from CSV (promptfoo's `__expected` convention), JSONL,
-JSON/YAML lists, or Parquet (rows read like CSV rows)."""
+"""promptfoo's CSV `__expected` cells (its assertionFromString): `[not-]type[(threshold)][:value]`
+read as the assertion it writes, by the names we and promptfoo know and each type's CSV rule
+(`csv_value`, `csv_threshold`). suites/testfiles.py reads the rows; this reads the cells."""
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
-import json
-import math
 import re
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-import yaml
-
-from ..assertions.registry import REGISTRY, CsvValue, known_names
-from ..assertions.text import split_items
-from ..errors import ConfigError
-from ..js.yaml12 import LineDict, checked_int, decode, load_yaml
+from ..registry import REGISTRY, CsvValue, known_names
+from ..text import split_items
 
 # promptfoo's CSV default threshold for `classifier`, a promptfoo type we do not register (the
 # cell then fails at parse as one we cannot run); registered types declare theirs (csv_threshold)
@@ -41,141 +31,6 @@ PROMPTFOO_TYPES = (
     "trajectory:tool-sequence trajectory:tool-used trace-error-spans trace-span-count "
     "trace-span-duration search-rubric webhook word-count select-best human max-score "
     "assert-set").split()
-
-
-def read_test_file(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise ConfigError([f"{path}: tests file not found" if not path.exists()
-                           else f"{path}: a tests file must be a file, not a folder"])
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return [_csv_test(i, row, path) for i, row in enumerate(_csv_rows(path))]
-    if suffix == ".parquet":
-        try:
-            rows = pq.read_table(path).to_pylist()
-        except (pa.ArrowException, OSError) as e:
-            raise ConfigError([f"{path}: cannot read: {str(e).splitlines()[0]}"]) from None
-        _unique_columns(list(rows[0]) if rows else [], path)
-        return [_csv_test(i, {k: "" if v is None else str(v) for k, v in r.items()}, path)
-                for i, r in enumerate(rows)]
-    if suffix == ".jsonl":
-        return _jsonl_tests(path)
-    if suffix in (".yaml", ".yml", ".json"):
-        loaded = load_yaml(path)
-        if loaded is None:  # empty, only comments, or `null`
-            raise ConfigError([f"{path}: no tests: the file holds nothing (write a test "
-                               "mapping or a list of them)"])
-        return loaded if isinstance(loaded, list) else [loaded]
-    raise ConfigError([f"{path}: tests file must be .csv, .jsonl, .json, .yaml or .parquet"])
-
-
-def _csv_rows(path: Path) -> list[dict[str, str]]:
-    """The rows under the header; a row of another length is refused, as promptfoo's
-    csv-parse does, never cut short or padded into a test that lost its assertions."""
-    reader = csv.reader(io.StringIO(decode(path.read_bytes(), path), newline=""))
-    header = next(reader, [])
-    _unique_columns(header, path)
-    rows, ragged, line = [], [], reader.line_num + 1
-    for row in reader:
-        if row and len(row) != len(header):  # (an empty line is no row)
-            ragged.append(f"{path}:{line}: {len(row)} cell{'s' * (len(row) > 1)} where the "
-                          f"header has {len(header)}")
-        elif row:
-            rows.append(dict(zip(header, row)))
-        line = reader.line_num + 1
-    if ragged:
-        raise ConfigError(ragged)
-    return rows
-
-
-def _unique_columns(names: list[str], path: Path) -> None:
-    """A column written twice would lose one of its cells silently."""
-    stripped = [(n or "").strip() for n in names]
-    twice = sorted({n for n in stripped if stripped.count(n) > 1})
-    if twice:
-        raise ConfigError([f"{path}:1: column {twice[0]!r} appears more than once"])
-
-
-def _jsonl_tests(path: Path) -> list[dict]:
-    tests: list[dict] = []
-    for n, line in enumerate(decode(path.read_bytes(), path).splitlines(), 1):
-        if line.strip():
-            try:
-                test = json.loads(line, parse_int=lambda text: checked_int(int(text)))
-            except (ValueError, RecursionError, yaml.YAMLError) as e:
-                raise ConfigError([f"{path}:{n}: invalid JSON: {getattr(e, 'problem', e)}"]
-                                  ) from None
-            if not isinstance(test, dict):
-                raise ConfigError([f"{path}:{n}: each line must be a JSON object (a test)"])
-            test = LineDict(test)
-            test.line = n
-            test.setdefault("description", f"Row #{n}")
-            tests.append(test)
-    return tests
-
-
-def _csv_test(index: int, row: dict[str, str], path: Path) -> dict:
-    row = {(k or "").strip(): v for k, v in row.items()}
-    test = LineDict(vars={})
-    test.line = index + 2  # header is line 1
-    asserts: list[dict] = []
-    thresholds: dict[int, float] = {}
-    for column, cell in row.items():
-        cell = cell or ""
-        if column.startswith("__expected"):
-            if cell.strip():
-                asserts.append(assertion_from_string(cell.strip()))
-        elif column == "__description":
-            if cell:  # an empty cell keeps the default "Row #N"
-                test["description"] = cell
-        elif column in ("__providerOutput", "__output"):
-            test["providerOutput"] = cell
-        elif column == "__threshold":
-            if cell.strip():
-                test["threshold"] = _number(cell, column, path, index)
-        elif column in ("__prefix", "__suffix"):
-            test.setdefault("options", {})[column[2:]] = cell
-        elif column.startswith("__metadata:"):
-            key = column[len("__metadata:"):]
-            if key.endswith("[]"):
-                test.setdefault("metadata", {})[key[:-2]] = [
-                    item.replace("\\,", ",").strip() for item in re.split(r"(?<!\\),", cell)
-                    if item.strip()]
-            else:
-                test.setdefault("metadata", {})[key] = cell
-        elif column.startswith("__config:__expected") and column.endswith(":threshold"):
-            n = column[len("__config:__expected"):-len(":threshold")]
-            if cell.strip():
-                thresholds[int(n or 1) - 1] = _number(cell, column, path, index)
-        elif column == "__metric":
-            pass  # applied below to every assertion
-        elif column in ("id", "__id", "test_id"):
-            test["id"] = cell
-        else:
-            test["vars"][column] = cell
-    for i, value in thresholds.items():
-        if i < len(asserts):
-            asserts[i]["threshold"] = value
-    if row.get("__metric"):
-        for a in asserts:
-            a["metric"] = row["__metric"]
-    test["assert"] = asserts
-    test.setdefault("description", f"Row #{index + 1}")
-    return test
-
-
-# promptfoo's parseFiniteNumber: the whole trimmed cell is one decimal literal
-_FINITE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
-
-
-def _number(cell: str, column: str, path: Path, index: int) -> float:
-    """A threshold cell as promptfoo reads it: a whole finite decimal number (`0` included).
-    promptfoo ignores any other `__threshold` ("0.5abc", "Infinity") and stops on such a
-    `__config` threshold; both are a config error here."""
-    text = cell.strip()
-    if not _FINITE.fullmatch(text) or not math.isfinite(float(text)):
-        raise ConfigError([f"{path}:{index + 2}: {column} must be a number, got {cell!r}"])
-    return float(text)
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""The CSV `__expected` convention (promptfoo §7.5): prefixes, CSV default thresholds, trimming."""
+"""The CSV `__expected` convention (promptfoo's assertionFromString, src/assertions/index.ts): prefixes, CSV default thresholds, trimming."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import checkllm_batch as cb
 from checkllm_batch.assertions.reading import read_test_file
 from checkllm_batch.assertions.reading.cells import assertion_from_string
 
-# (trimmed cell, assertion) — promptfoo's assertionFromString, §7.5 steps 1-5
+# (trimmed cell, assertion) — promptfoo's assertionFromString: prefixes, then `[not-]type[(N)][:value]`
 CELLS = [
     ("javascript: output.length > 3", {"type": "javascript", "value": "output.length > 3"}),
     ("fn:output === 'x'", {"type": "javascript", "value": "output === 'x'"}),

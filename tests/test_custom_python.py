@@ -1,4 +1,4 @@
-"""`python`: inline expressions, file functions, batch functions; promptfoo §5.17 normalisation."""
+"""`python`: inline expressions, file functions, batch functions; promptfoo's result normalisation."""
 
 from __future__ import annotations
 
@@ -268,7 +268,7 @@ def test_javascript_is_a_parse_error_pointing_to_python_and_expression(tmp_path)
 
 
 def test_named_scores_of_a_grading_result_feed_named_metrics(tmp_path):
-    """promptfoo §10.2: each entry k of a script's `namedScores` adds score_k·w and w to
+    """promptfoo's named scores: each entry k of a script's `namedScores` adds score_k·w and w to
     metric k (not to the assertion's own metric); across cases they are summed."""
     import polars as pl
 

@@ -1,4 +1,4 @@
-"""is-json and contains-json (promptfoo §5.1, §5.2): strict parse, extraction, JSON Schema."""
+"""is-json and contains-json (promptfoo's assertions/json.ts): strict parse, extraction, JSON Schema."""
 
 import pytest
 

@@ -138,7 +138,7 @@ def test_file_values_load_relative_to_the_suite(tmp_path):
 
 
 CSV = [
-    # (cell, parsed assertion) — promptfoo §7.5
+    # (cell, parsed assertion) — promptfoo's assertionFromString
     ("Paris", {"type": "equals", "value": "Paris"}),
     ("contains: Paris", {"type": "contains", "value": "Paris"}),
     ("not-icontains:error", {"type": "not-icontains", "value": "error"}),

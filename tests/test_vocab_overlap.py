@@ -1,4 +1,4 @@
-"""rouge-n, bleu, gleu, meteor: scores to 1e-6 against promptfoo's algorithms (§5.9-§5.12).
+"""rouge-n, bleu, gleu, meteor: scores to 1e-6 against promptfoo's algorithms (its assertions/ rouge, bleu, gleu, meteor).
 
 Values marked [pf] were checked with promptfoo 0.123.1 run offline on the same inputs.
 """
@@ -9,7 +9,7 @@ import pytest
 from vocab_helpers import run_assertion
 
 CASES = [
-    # BLEU [N]: standard brevity penalty (SPEC §3)
+    # BLEU [N]: the standard brevity penalty (promptfoo's fixed BLEU, PR #9717)
     ("bleu", "The cat sat on the mat", "The cat sat on the mat", 1.0),
     ("bleu", "hello world foo", "hello world foo", 1.0),
     ("bleu", "the cat sat", "the cat sat on the mat today", math.exp(1 - 7 / 3)),

@@ -1,4 +1,4 @@
-"""XML, HTML, SQL, tool-call checks (reference §4.2, §5.3, §5.4).
+"""XML, HTML, SQL, tool-call checks (promptfoo's assertions/ xml, html, sql, openai tools).
 
 Verdicts marked [pf] were checked with promptfoo 0.123.1 run offline on the same inputs.
 """

@@ -4,10 +4,10 @@ python: an inline Python expression or a function from `file://checks.py:fn`; a 
 marked with `@batch_check` gets the whole batch as a Polars DataFrame (the vectorised path),
 any other is called once per distinct case (the flagged row-wise fallback). expression: a
 DuckDB SQL or Polars SQL expression over the batch's columns, run once per batch. webhook:
-each distinct case POSTed to a URL. How each runs is beside this module (scripts.py, expression.py,
-webhook.py). assert-set: nested assertions combined like a small test (promptfoo §7.8,
-SPEC §3): its children are planned and evaluated as ordinary assertions and the engine
-combines them per case (weighted mean score; pass = every child passed, or score >= the
+each distinct case POSTed to a URL. How each runs is beside this module (scripts.py,
+expression.py, webhook.py). assert-set: nested assertions combined like a small test
+(promptfoo's assert-set; the rule a test passes by is evaluate/verdict.py's): its children are
+planned and evaluated as ordinary assertions and the engine combines them per case (weighted mean score; pass = every child passed, or score >= the
 set's threshold; any child error makes the set an error); children's rows are kept with
 `parent_index` = the set's index. Nested sets and `not-assert-set` are parse errors.
 """

@@ -14,9 +14,9 @@ from . import assertions as _assertions  # noqa: F401  (registers every assertio
 from .analysis import Results
 from .api import Run, evaluate, get_run, open_results, write
 from .assertions.custom import batch_check
+from .assertions.reading import load_suite as load
 from .errors import CheckLLMError, ConfigError, InputError
 from .score import score
-from .suites.parse import load_suite as load
 
 __all__ = ["CheckLLMError", "ConfigError", "InputError", "Results", "Run", "batch_check",
            "evaluate", "get_run", "load", "open_results", "score", "write"]

@@ -10,6 +10,7 @@ import duckdb
 
 from .analysis.results import Results
 from .analysis.run import Run
+from .assertions.reading import load_suite
 from .errors import InputError
 from .judge.protocol import Judge, Stats
 from .load.sources import Outputs, check_apart, inline_outputs
@@ -20,7 +21,6 @@ from .run.sample import SEED as SAMPLE_SEED
 from .store import results as store
 from .suites.judge import JudgeConfig
 from .suites.model import Suite
-from .suites.parse import load_suite
 
 __all__ = ["BATCH_ROWS", "Outputs", "Run", "check_apart", "dry_run", "evaluate", "get_run",
            "inline_outputs", "open_results", "write"]

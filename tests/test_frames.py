@@ -190,16 +190,6 @@ def test_a_category_column_is_read_as_its_values(tmp_path):
     assert str(scored["expected"].dtype) == "category"  # the input's own column, as given
 
 
-def _loads_a_mapping() -> bool:
-    try:
-        cb.load({"tests": [{"assert": [{"type": "equals", "value": "x"}]}]})
-    except TypeError:
-        return False
-    return True
-
-
-@pytest.mark.xfail(not _loads_a_mapping(), strict=False,
-                   reason="cb.load(dict) comes with the homes-suites branch")
 def test_a_dict_suite_scores_as_its_file(tmp_path):
     frame = ROWS.to_pandas()
     from_file = cb.score(frame, write_suite(tmp_path, SUITE))

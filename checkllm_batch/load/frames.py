@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from ..errors import InputError
-from .outputs import check_columns, checked, rechunk
+from .columns import check_columns, checked
+from .stream import rechunk
 
 FRAMES = ("a pandas or Polars DataFrame, a Polars LazyFrame, a PyArrow Table, "
           "RecordBatchReader or Dataset, a DuckDB relation, a Hugging Face datasets.Dataset, "

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter
 
-from ..errors import ConfigError, Where
+from ..errors import ConfigError, Problem, Where
 from .problems import validate
 from .schema import Number, Str
 
@@ -94,9 +94,9 @@ class JudgeConfig:
 
     def _check_price(self) -> None:
         if self.max_cost is not None and self.model and self.price(self.model) is None:
-            raise ConfigError([f"judge: no price known for {self.model!r}: a budget needs one "
-                               f"(judge: prices: {{{self.model}: [input, output]}}, "
-                               "USD per 1M tokens)"])
+            raise ConfigError([Problem(Where("judge"), f"no price known for {self.model!r}: a "
+                                       f"budget needs one (judge: prices: {{{self.model}: "
+                                       "[input, output]}, USD per 1M tokens)")])
 
     @property
     def enabled(self) -> bool:
@@ -121,11 +121,12 @@ class JudgeConfig:
         if self.base_url:  # local OpenAI-compatible servers often need no key
             return "EMPTY"
         if self._key_env_shown() == self.api_key_env:
-            raise ConfigError([f"judge: set {self.api_key_env} (the judge's API key) or a "
-                               "base_url"])
-        raise ConfigError(["judge: api_key_env names no variable of the environment, and "
-                           "looks like a key given by mistake (it is not shown): give the "
-                           "NAME of the variable holding the key, e.g. OPENAI_API_KEY"])
+            raise ConfigError([Problem(Where("judge"), f"set {self.api_key_env} (the judge's "
+                                       "API key) or a base_url")])
+        raise ConfigError([Problem(Where("judge"), "api_key_env names no variable of the "
+                                   "environment, and looks like a key given by mistake (it is "
+                                   "not shown): give the NAME of the variable holding the key, "
+                                   "e.g. OPENAI_API_KEY")])
 
     def record(self) -> dict[str, Any]:
         """What is stored with the run: every setting, the key's variable name, never the key."""
@@ -139,6 +140,6 @@ class JudgeConfig:
         return name if name in os.environ or name.upper() == name else "(withheld)"
 
 
-def _raise(found: list[str]) -> None:
+def _raise(found: list[Problem]) -> None:
     if found:
         raise ConfigError(found)

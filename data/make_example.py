@@ -1,9 +1,15 @@
-"""Regenerate the bundled example: data/suite.yaml and data/outputs.jsonl (deterministic).
+"""Regenerate the bundled example: data/suite.yaml, data/outputs.jsonl and
+data/audit_suite.yaml (deterministic).
 
 A sentiment classifier over 120 product reviews with gold labels, answered in JSON by three
 providers of different quality. The suite checks format (JSON Schema), the label against the
 gold `label` var, and counts true/false positives and false negatives for the `positive`
 class (promptfoo's F-score recipe, `weight: 0` counters) to derive precision, recall and F1.
+
+Every fourth review's replies carry a person's verdict in a `human` column (pass: the reply
+is JSON naming the review's sentiment): the labels `checkllm-batch agreement --label human`
+sets the judge of data/audit_suite.yaml against (docs/judge-audit.md). data/suite.yaml
+reads no judge and ignores the column.
 """
 
 from __future__ import annotations
@@ -62,11 +68,35 @@ derivedMetrics:
 tests:
 """
 POSITIVE = '\'"sentiment": "positive"\''
+AUDIT_HEAD = """\
+# The bundled example's replies graded by a judge, to audit it against the `human` labels
+# some rows carry (docs/judge-audit.md). Needs a judge: --judge-model (and --judge-base-url
+# for a local OpenAI-compatible server).
+#   checkllm-batch eval data/audit_suite.yaml --outputs data/outputs.jsonl --db audit.duckdb
+#   checkllm-batch agreement --db audit.duckdb --label human
+description: Review sentiment classifier, graded by a judge
+defaultTest:
+  assert:
+    - type: llm-rubric
+      value: >-
+        The reply is a JSON object whose "sentiment" (positive, negative or neutral) is the
+        sentiment of this product review: "{{review}}"
+      metric: judged_correct
+tests:
+"""
+
+
+def human_verdict(output: str, label: str) -> str:
+    """What a person checking the reply says: pass when it is JSON naming the right label."""
+    try:
+        return "pass" if json.loads(output).get("sentiment") == label else "fail"
+    except (ValueError, AttributeError):
+        return "fail"
 
 
 def main() -> None:
     rng = random.Random(7)
-    tests, rows = [], []
+    tests, audit, rows = [], [], []
     for i in range(120):
         label = LABELS[i % 3]
         review = f"The {rng.choice(PRODUCTS)} {rng.choice(PHRASES[label])}."
@@ -78,6 +108,8 @@ def main() -> None:
             counters = f"      - {{type: contains, value: {POSITIVE}, metric: false_positives, weight: 0}}\n"
         tests.append(f"  - description: {name}\n    vars: {{review: {json.dumps(review)}, label: {label}}}\n"
                      f"    assert:\n{counters}")
+        audit.append(f"  - description: {name}\n    vars: {{review: {json.dumps(review)}, "
+                     f"label: {label}}}\n")
         for provider, (accuracy, broken) in PROVIDERS.items():
             guess = label if rng.random() < accuracy else rng.choice([x for x in LABELS if x != label])
             confidence = round(rng.uniform(0.55, 0.99), 2)
@@ -91,8 +123,11 @@ def main() -> None:
                          "prompt": "Classify the sentiment of: {{review}}", "output": output,
                          "latency_ms": round(rng.uniform(120, 1800)),
                          "cost": round(rng.uniform(0.00005, 0.0004), 6)})
+            if i % 4 == 0:  # a person checked every fourth review's replies
+                rows[-1]["human"] = human_verdict(output, label)
     (HERE / "suite.yaml").write_text(SUITE_HEAD + "".join(tests))
     (HERE / "outputs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (HERE / "audit_suite.yaml").write_text(AUDIT_HEAD + "".join(audit))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from judge_server import KEY_ENV
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 from statsmodels.stats.inter_rater import cohens_kappa
 
@@ -215,3 +216,48 @@ def test_cli_reader_and_report_section(tmp_path):
     html = report.read_text()
     assert "Judge against the labels in human" in html
     assert "Disagreements: 1" in html and "F answer 2" in html and "looks wrong" in html
+
+
+def lenient_judge(body: dict) -> str:
+    """A judge that knows each review's sentiment (from the phrases the example is made of)
+    but passes every "neutral" reply: it disagrees with a person where that is wrong."""
+    from make_example import PHRASES
+
+    text = "\n".join(m["content"] for m in body["messages"])
+    output = text.split("<Output>")[-1].split("</Output>")[0].strip()
+    review = text.split('product review: "')[-1].split('"')[0]
+    truth = next(k for k, v in PHRASES.items() if any(p in review for p in v))
+    try:
+        said = json.loads(output).get("sentiment")
+    except (ValueError, AttributeError):
+        return '{"reason": "not JSON", "pass": false, "score": 0}'
+    ok = said in (truth, "neutral")
+    return json.dumps({"reason": f"the reply says {said}", "pass": ok, "score": float(ok)})
+
+
+@pytest.mark.parametrize("judge_server", [{"answer": lenient_judge}], indirect=True)
+def test_bundled_audit_example_end_to_end(tmp_path, judge_server, monkeypatch):
+    """data/audit_suite.yaml over data/outputs.jsonl through HTTP: the agreement of each
+    provider equals scikit-learn's on the `human` column read from the file itself."""
+    from conftest import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT / "data"))
+    db = str(tmp_path / "audit.duckdb")
+    out = CliRunner().invoke(main, [
+        "eval", str(ROOT / "data/audit_suite.yaml"), "--outputs",
+        str(ROOT / "data/outputs.jsonl"), "--db", db, "--judge-model", "gpt-4o-mini",
+        "--judge-base-url", judge_server.url, "--judge-key-env", KEY_ENV, "--no-progress"])
+    assert out.exit_code in (0, 1), out.output
+    rows = pl.read_ndjson(ROOT / "data/outputs.jsonl").with_row_index("case_id")
+    verdicts = cb.Results(db).query("SELECT case_id, status FROM assertion_results")
+    table = rows.join(verdicts.with_columns(pl.col("case_id").cast(pl.UInt32)), on="case_id")
+    agreement = cb.Results(db).judge_agreement("human")
+    assert agreement["n"].to_list() == [30, 30, 30]
+    for row in agreement.iter_rows(named=True):
+        mine = table.filter(provider=row["provider"]).drop_nulls("human")
+        human = (mine["human"] == "pass").cast(int).to_list()
+        judge = (mine["status"] == "pass").cast(int).to_list()
+        assert row["kappa"] == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+        (tp, fn), (fp, tn) = confusion_matrix(human, judge, labels=[1, 0])
+        assert (row["tp"], row["fn"], row["fp"], row["tn"]) == (tp, fn, fp, tn)
+    assert agreement["fp"].sum() > 0  # the lenient judge passes wrong "neutral" replies

@@ -11,6 +11,7 @@ from __future__ import annotations
 import duckdb
 
 from .cases import create_cases_view, sql_string
+from .votes import create_vote_views
 
 TABLES = {
     "runs": "one row per evaluation run: status, suite, outputs, config, case count",
@@ -268,6 +269,8 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")
     con.execute(f"CREATE OR REPLACE VIEW judge_costs AS {judge_costs_sql(con)}")
     con.execute(f"COMMENT ON VIEW judge_costs IS {sql_string(_JUDGE_COMMENT)}")
+    # juries and repeats: their own block (store/votes.py)
+    create_vote_views(con, stored)
     for name, (params, comment, query) in MACROS.items():
         con.execute(f"CREATE OR REPLACE MACRO {name}({params}) AS TABLE {query}")
         con.execute(f"COMMENT ON MACRO TABLE {name} IS {sql_string(comment)}")

@@ -83,9 +83,13 @@ class JudgeHook:
              grade: Callable[[str, int], pl.DataFrame]) -> pl.DataFrame:
         """`grade(juror, repeat)`'s outcomes, once per grading of the panel (jury.py): one
         grader's as they are; several made one verdict, each grading kept in `votes`."""
+        assert self.runner is not None
+        before = self.runner.stats.graded
         gradings = [(juror, r, grade(juror, r)) for juror, r in panel(self.config, model)]
         if len(gradings) == 1:
             return gradings[0][2]
+        # graded assertions, not gradings: the requests count each grading
+        self.runner.stats.graded = before + (self.runner.stats.graded - before) // len(gradings)
         return combine(gradings, self.config.vote, self.threshold(p), p.spec.negate)
 
     def threshold(self, p: Planned) -> float | None:

@@ -39,10 +39,10 @@ def combine(gradings: list[tuple[str, int, pl.DataFrame]], vote: str,
         jurors = _vote(stacked, ["case_id", "juror"], "majority", MEAN_THRESHOLD, "repeats")
     verdict = jurors.drop("juror") if len({j for j, _, _ in gradings}) == 1 else _vote(
         jurors, ["case_id"], vote, MEAN_THRESHOLD if threshold is None else threshold, "jurors")
+    read = _as_read(pl.col("passed"), pl.col("score"), negate)
     votes = stacked.group_by("case_id", maintain_order=True).agg(
-        votes=pl.struct(pl.col("juror"), pl.col("repeat"),
-                        **_as_read(pl.col("passed"), pl.col("score"), negate),
-                        reason=pl.col("reason")),
+        votes=pl.struct("juror", "repeat", read["pass"].alias("pass"),
+                        read["score"].alias("score"), "reason"),
         cost=pl.col("cost").sum(), test_index=pl.col("test_index").first())
     return votes.join(verdict, on="case_id", maintain_order="left").select(
         "case_id", "test_index", "passed", "score", "reason", "cost",

@@ -26,4 +26,4 @@ def judged_rows(p: Planned, outcomes: pl.DataFrame) -> pl.DataFrame:
     votes = [pl.col("votes").cast(VOTES)] if "votes" in outcomes.columns else []
     return outcomes.select(
         "case_id", pl.col("test_index").cast(pl.Int32), pl.lit(p.key, pl.Int32).alias("key"),
-        *(e.alias(name) for name, e in fields.items()), *votes).cast(RESULT_SCHEMA)
+        *(e.alias(name) for name, e in fields.items()), *votes).cast(pl.Schema(RESULT_SCHEMA))

@@ -325,3 +325,22 @@ def test_the_command_line_names_a_jury_and_the_dry_run_counts_every_grading(tmp_
     assert typo.exit_code == 2 and 'did you mean "any"?' in typo.output
     both = runner.invoke(main, [*base, "--judge-models", "a,b", "--judge-model", "c"])
     assert both.exit_code == 2 and "not both" in both.output
+
+
+def _picker(request) -> str:
+    """select-best: `a` and `b` pick the output naming Paris, `wrong` another."""
+    texts = "\n".join(c for _, c in request.messages).split('<Text index="')[1:]
+    best = next(i for i, t in enumerate(texts) if "Paris" in t)
+    return str((best + 1) % len(texts) if request.model == "wrong" else best)
+
+
+def test_types_decided_across_outputs_grade_by_jury(tmp_path):
+    run, judge = evaluate(tmp_path, {"models": ["a", "b", "wrong"]},
+                          ["Lyon", "Paris", "Rome ünï"], _picker,
+                          asserts=[{"type": "select-best", "value": "correct"}])
+    rows = run.con.sql("SELECT status, reason FROM assertion_results ORDER BY case_id").fetchall()
+    assert [s for s, _ in rows] == ["fail", "pass", "fail"]
+    assert rows[1][1].startswith("2 of 3 jurors passed (majority)")
+    assert len(judge.sent) == 3  # one request per juror for the test's outputs
+    odd = run.con.sql("SELECT DISTINCT juror FROM juror_verdicts WHERE pass <> verdict")
+    assert odd.fetchall() == [("wrong",)]

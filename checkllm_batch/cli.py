@@ -108,9 +108,9 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
     Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
+    from .assertions.reading import load_suite
     from .load.filters import Filters
     from .suites.judge import JudgeConfig
-    from .suites.parse import load_suite
 
     spec = load_suite(suite_path(suite, config_path))
     check_output_flag(spec, outputs, output_path)

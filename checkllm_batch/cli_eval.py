@@ -72,6 +72,7 @@ def filtered(spec, outputs: str | None, filters, batch_rows: int):
     if not filters:
         return outputs
     from .load.filters import apply
+    from .load.frames import ReadBatches
     from .load.outputs import read_batches
 
     batches = (read_batches(outputs, batch_rows) if outputs is not None
@@ -80,7 +81,7 @@ def filtered(spec, outputs: str | None, filters, batch_rows: int):
     if table.num_rows == 0:
         raise UserError(f"the filters {filters.record()} keep no case")
     # batches our readers made (with their output_kind): not a user's table to check again
-    return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    return ReadBatches(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
 
 
 def jurors_given(judge_model: tuple[str, ...], judge_models: str | None

@@ -22,9 +22,9 @@ import polars as pl
 
 from ..metrics.derived import derived_over
 from ..metrics.named import case_metrics_sql
-from ..spec.derived import quote
-from ..spec.model import DerivedMetric
 from ..store import results as store
+from ..suites.derived import quote
+from ..suites.model import DerivedMetric
 from .stats import LEVEL, REPLICATES, SEED, replicate_sums
 
 _KEYS = ("provider", "prompt")

@@ -246,3 +246,9 @@ class Results:
         from .report import write_report
 
         return write_report(self, self.run_id(run), Path(path), against)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a database as its last finished run's pass rates per provider."""
+        from .html_summary import results_html
+
+        return results_html(self)

@@ -79,3 +79,9 @@ class Run:
                    ROUND({low}, 4) AS pass_rate_low, ROUND({high}, 4) AS pass_rate_high
             FROM test_results t JOIN case_rows c USING (run_id, case_id)
             WHERE t.run_id = ? GROUP BY ALL ORDER BY c.provider NULLS FIRST""", [self.run_id])
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a run as its pass rates per provider."""
+        from .html_summary import run_html
+
+        return run_html(self)

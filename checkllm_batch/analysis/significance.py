@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from ..metrics.named import case_metrics_sql
-from ..spec.derived import quote
+from ..suites.derived import quote
 from .intervals import (
     TEST_SUMS,
     profiles,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter
 
-from ..errors import ConfigError, Where, did_you_mean
+from ..errors import ConfigError, Problem, Where, did_you_mean
 from .problems import validate
 from .schema import Number, Str
 
@@ -117,24 +117,24 @@ class JudgeConfig:
         """A jury names its jurors in `models`, never beside a `model`."""
         found = []
         if self.models is not None and self.model:
-            found.append(f"judge: give model or models, not both (did you mean \"models: "
+            found.append(f"give model or models, not both (did you mean \"models: "
                          f"[{', '.join([self.model, *self.models])}]\"?)")
         if self.models is not None and not self.models:
-            found.append("judge: models is empty: name the jurors (models: [a, b, c]) or "
-                         "give one model (did you mean \"model\"?)")
+            found.append("models is empty: name the jurors (models: [a, b, c]) or give one "
+                         "model (did you mean \"model\"?)")
         if self.models and len(set(self.models)) < len(self.models):
-            found.append(f"judge: models names a juror twice ({list(self.models)}): "
-                         "to grade more than once, use repeat")
-        _raise(found)
+            found.append(f"models names a juror twice ({list(self.models)}): to grade more "
+                         "than once, use repeat")
+        _raise([Problem(Where("judge"), message) for message in found])
 
     def _check_price(self) -> None:
         if self.max_cost is None:
             return
         for model in self.jurors:
             if self.price(model) is None:
-                raise ConfigError([f"judge: no price known for {model!r}: a budget needs one "
-                                   f"(judge: prices: {{{model}: [input, output]}}, "
-                                   "USD per 1M tokens)"])
+                raise ConfigError([Problem(Where("judge"), f"no price known for {model!r}: a "
+                                           f"budget needs one (judge: prices: {{{model}: "
+                                           "[input, output]}, USD per 1M tokens)")])
 
     @property
     def jurors(self) -> tuple[str, ...]:
@@ -166,11 +166,12 @@ class JudgeConfig:
         if self.base_url:  # local OpenAI-compatible servers often need no key
             return "EMPTY"
         if self._key_env_shown() == self.api_key_env:
-            raise ConfigError([f"judge: set {self.api_key_env} (the judge's API key) or a "
-                               "base_url"])
-        raise ConfigError(["judge: api_key_env names no variable of the environment, and "
-                           "looks like a key given by mistake (it is not shown): give the "
-                           "NAME of the variable holding the key, e.g. OPENAI_API_KEY"])
+            raise ConfigError([Problem(Where("judge"), f"set {self.api_key_env} (the judge's "
+                                       "API key) or a base_url")])
+        raise ConfigError([Problem(Where("judge"), "api_key_env names no variable of the "
+                                   "environment, and looks like a key given by mistake (it is "
+                                   "not shown): give the NAME of the variable holding the key, "
+                                   "e.g. OPENAI_API_KEY")])
 
     def record(self) -> dict[str, Any]:
         """What is stored with the run: every setting, the key's variable name, never the key."""
@@ -184,6 +185,6 @@ class JudgeConfig:
         return name if name in os.environ or name.upper() == name else "(withheld)"
 
 
-def _raise(found: list[str]) -> None:
+def _raise(found: list[Problem]) -> None:
     if found:
         raise ConfigError(found)

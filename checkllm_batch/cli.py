@@ -18,6 +18,7 @@ from .cli_eval import (
     check_output_flag,
     eval_on_ray,
     filtered,
+    jurors_given,
     suite_path,
     warn_without_judge,
     write_output,
@@ -60,8 +61,15 @@ def _one_line(message, category, filename, lineno, line=None) -> str:
 @click.option("--progress/--no-progress", default=True, help="Progress bar (only on a terminal).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="How to print the summary: tables, or JSON / CSV for scripts.")
-@click.option("--judge-model", help="Chat model grading model-graded assertions "
-              "(overrides the suite's judge: model).")
+@click.option("--judge-model", "judge_model", multiple=True, help="Chat model grading "
+              "model-graded assertions (overrides the suite's judge: model); repeated, a jury.")
+@click.option("--judge-models", metavar="A,B,C", help="A jury: chat models, comma-separated, "
+              "each grading every request (overrides the suite's judge: models).")
+@click.option("--judge-vote", metavar="VOTE", help="How a jury's verdicts make one: majority "
+              "(default), all, any, or mean (mean score against the threshold).")
+@click.option("--judge-repeat", type=click.IntRange(min=1), metavar="N",
+              help="Grade each request N times (at the judge's temperature): majority verdict, "
+                   "mean score.")
 @click.option("--judge-base-url", help="OpenAI-compatible endpoint of the judge.")
 @click.option("--judge-key-env", help="Environment variable holding the judge's API key "
               "(default OPENAI_API_KEY).")
@@ -98,7 +106,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
                  output_path: str | None, db: str, batch_rows: int,
                  filter_pattern: str | None, filter_first_n: int | None,
                  filter_sample: int | None, progress: bool, fmt: str,
-                 judge_model: str | None, judge_base_url: str | None,
+                 judge_model: tuple[str, ...], judge_models: str | None,
+                 judge_vote: str | None, judge_repeat: int | None, judge_base_url: str | None,
                  judge_key_env: str | None, judge_mode: str | None,
                  judge_concurrency: int | None, judge_rpm: float | None,
                  judge_tpm: float | None, max_cost: float | None, no_cache: bool,
@@ -115,8 +124,10 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
     spec = load_suite(suite_path(suite, config_path))
     check_output_flag(spec, outputs, output_path)
     api.check_apart(outputs, db)
+    model, models = jurors_given(judge_model, judge_models)
     judge_config = JudgeConfig.from_sources(
-        spec.judge, model=judge_model, base_url=judge_base_url, api_key_env=judge_key_env,
+        spec.judge, model=model, models=models, vote=judge_vote, repeat=judge_repeat,
+        base_url=judge_base_url, api_key_env=judge_key_env,
         mode=judge_mode, concurrency=judge_concurrency, rpm=judge_rpm, tpm=judge_tpm,
         max_cost=max_cost, cache=False if no_cache else None)
     filters = Filters(filter_pattern, filter_first_n, filter_sample)
@@ -203,9 +214,14 @@ def _print_plan(stats, config, heading: str = "") -> None:
     if stats is None:
         click.echo("no judge configured: no judge call planned (set --judge-model or judge:)")
         return
-    click.echo(f"{heading}judge {config.model} ({config.mode}): {stats.graded} graded assertions, "
-               f"{stats.unique} unique requests, {stats.cached} already answered, "
+    click.echo(f"{heading}judge {', '.join(config.jurors)} ({config.mode}): {stats.graded} "
+               f"graded assertions, {stats.unique} unique requests, {stats.cached} already "
+               "answered, "
                f"{stats.sent} to send ({stats.requested} before de-duplication)")
+    if len(config.jurors) > 1 or config.repeat > 1:  # each grading is its own request
+        click.echo(f"jury: {len(config.jurors)} juror(s) x {config.repeat} repeat(s) = "
+                   f"{len(config.jurors) * config.repeat} gradings of each graded assertion "
+                   f"(vote: {config.vote}), all counted in the requests above")
     click.echo(f"estimated: {stats.est_tokens} tokens, ${stats.est_cost:.4f} "
                "(prompt ~4 chars/token + max_tokens per reply; multi-step types such as "
                "g-eval, context-faithfulness and answer-relevance add follow-up calls)")

@@ -261,3 +261,30 @@ def test_bundled_audit_example_end_to_end(tmp_path, judge_server, monkeypatch):
         (tp, fn), (fp, tn) = confusion_matrix(human, judge, labels=[1, 0])
         assert (row["tp"], row["fn"], row["fp"], row["tn"]) == (tp, fn, fp, tn)
     assert agreement["fp"].sum() > 0  # the lenient judge passes wrong "neutral" replies
+
+
+def jury_judge(request) -> str:
+    """Jurors `a` and `b` follow the output's verdict letter, `wrong` says the opposite."""
+    passed = verdict_judge(request).startswith('{"pass": true')
+    passed = (not passed) if request.model == "wrong" else passed
+    return json.dumps({"pass": passed, "score": float(passed), "reason": request.model})
+
+
+def test_a_jury_is_a_row_per_juror_and_one_for_its_verdict(tmp_path):
+    """A jury of three, one always wrong: each juror and the jury's majority are set
+    against the labels, each equal to scikit-learn's figures on its own verdicts."""
+    suite = SUITE.replace("  model: judge-a", "  models: [a, b, wrong]")
+    judge, human = ["P", "F", "P", "F", "P", "F", "P"], [P, F, P, F, F, P, P]
+    path = tmp_path / "suite.yaml"
+    path.write_text(suite)
+    run = cb.evaluate(path, pl.DataFrame(_rows(judge, human)), db=tmp_path / "r.duckdb",
+                      judge=ScriptedJudge(jury_judge))
+    table = cb.Results(run.con).judge_agreement("human", type="llm-rubric")
+    assert sorted(table["judge_model"]) == ["a", "b", "jury (majority): a, b, wrong", "wrong"]
+    labels = [h == P for h in human]
+    flipped = ["F" if j == "P" else "P" for j in judge]
+    for model, said in (("a", judge), ("jury (majority): a, b, wrong", judge),
+                        ("wrong", flipped)):
+        _check(table.filter(judge_model=model).row(0, named=True), _expected(said, labels))
+    assert table.filter(judge_model="wrong")["kappa"].item() < 0 < \
+        table.filter(judge_model="a")["kappa"].item()

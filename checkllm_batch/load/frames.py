@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, NamedTuple
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 
 from ..errors import InputError
 from .columns import check_columns, checked
@@ -86,7 +85,7 @@ def _stream(frame: Any, rows: int, name: str) -> tuple[Iterable[pa.RecordBatch],
         return _pandas(frame, rows, name), len(frame)
     if is_frame(frame, "polars", "LazyFrame"):
         return _lazy(frame, rows), None
-    if isinstance(frame, pads.Dataset):
+    if is_frame(frame, "pyarrow") and _is_dataset(frame):
         return frame.to_batches(batch_size=rows), None
     if is_frame(frame, "datasets", "Dataset"):  # its rows as its indices (select, filter) say
         tables = frame.with_format("arrow").iter(batch_size=rows)
@@ -95,6 +94,14 @@ def _stream(frame: Any, rows: int, name: str) -> tuple[Iterable[pa.RecordBatch],
         return pa.RecordBatchReader.from_stream(frame), _known_rows(frame)
     raise InputError(f"outputs: a {kind(frame)} is neither a path nor a dataframe; pass "
                      f"{ACCEPTED}")
+
+
+def _is_dataset(frame: Any) -> bool:
+    """A PyArrow Dataset: pyarrow.dataset is imported only for a PyArrow frame (it takes
+    longer to import than the rest of a run's start, pandas with it when installed)."""
+    import pyarrow.dataset as pads
+
+    return isinstance(frame, pads.Dataset)
 
 
 def _pandas(frame: Any, rows: int, name: str) -> Iterator[pa.RecordBatch]:

@@ -4,7 +4,9 @@
 the run stored, the model that gave it and the threshold a score label is read against. The
 judge model is the assertion's own (`provider:` / `model:`, as the judge hook resolves it),
 else the run's judge (`runs.config`: its chat model, or its embedding model for `similar`).
-A jury's per-juror rows (one per juror model) fit the same shape.
+A jury's result (assertion_results.votes, several jurors) is a row per juror (the juror's
+verdict: the majority of its repeats) and a row of the jury's verdict, whose judge_model
+names the vote and the jurors (`jury (majority): a, b, c`): each is set against the labels.
 
 `judge_labels(label_var)` reads a person's verdict from a var of each case: pass/fail,
 true/false, yes/no, 1/0 in any case, a JSON boolean, or a score, passing at the assertion's
@@ -62,33 +64,70 @@ _PROVIDER = """
     END, '^openai:(chat:|completion:|embedding:)?', '')"""
 
 
+def _run_judge(embedding: str) -> str:
+    """The run's judge of a verdict row `x`: its model (or a one-model jury's), or its
+    embedding model for the embedding types."""
+    return f"""CASE WHEN regexp_replace(x.type, '^not-', '') IN ({embedding})
+                    THEN json_extract_string(x.config, '$.judge.embedding_model')
+                    ELSE COALESCE(json_extract_string(x.config, '$.judge.model'),
+                                  json_extract_string(x.config, '$.judge.models[0]')) END"""
+
+
+# a jury's verdict row is its own judge, named by its vote and jurors; one model graded
+# several times (repeats) is that model
+_JURY = """CASE WHEN len(x.jurors) > 1
+                THEN 'jury (' || COALESCE(json_extract_string(x.config, '$.judge.vote'),
+                                          'majority') || '): ' || array_to_string(x.jurors, ', ')
+                WHEN len(x.jurors) = 1 THEN x.jurors[1] END"""
+
+# each juror of a jury as its own judge: the majority of its repeats (a tie fails), their
+# mean score, its first repeat's reason, as store/votes.py's juror_verdicts (not read from
+# it: its unqualified columns would take the agreement macros' `type` / `metric` parameters)
+_JURORS = """
+    SELECT y.run_id, y.case_id, y.provider, y.prompt, y.test_index, y.assertion_index,
+           y.parent_index, y.type, y.metric,
+           CASE WHEN y.passes > y.fails THEN 'pass' WHEN y.passes + y.fails > 0 THEN 'fail'
+                ELSE 'error' END AS status,
+           CASE WHEN y.passes + y.fails > 0 THEN y.passes > y.fails END AS pass,
+           y.score, y.reason, y.juror AS judge_model, y.threshold
+    FROM (SELECT g.run_id, g.case_id, g.provider, g.prompt, g.test_index, g.assertion_index,
+                 g.parent_index, g.type, g.metric, g.threshold, u.v.juror AS juror,
+                 COUNT(*) FILTER (u.v.pass) AS passes, COUNT(*) FILTER (NOT u.v.pass) AS fails,
+                 AVG(u.v.score) AS score, arg_min(u.v.reason, u.v.repeat) AS reason
+          FROM g, unnest(g.votes) u(v) WHERE len(g.jurors) > 1 GROUP BY ALL) y"""
+
+
 def graded_verdicts_sql(columns: set[str] | None = None) -> str:
     """The graded_verdicts view's query (case_rows: the stored cases), over the
-    assertion_results `columns` present (a database before migration 0003 has no
-    parent_index: every row is top-level)."""
+    assertion_results `columns` present (before migration 0003 no parent_index: every row
+    is top-level; before 0009 no votes: no jury). A jury's result is a row per juror and a
+    row of the jury's verdict."""
+    columns = {"parent_index", "votes"} if columns is None else columns
+    parent = "a.parent_index" if "parent_index" in columns else "NULL::INTEGER"
+    votes = "a.votes" if "votes" in columns else "NULL::STRUCT(juror VARCHAR)[]"
     embedding = _quoted(list(_EMBEDDING))
-    parent = "a.parent_index" if columns is None or "parent_index" in columns \
-        else "NULL::INTEGER"
-    return f"""
+    verdicts = f"""
         SELECT x.run_id, x.case_id, x.provider, x.prompt, x.test_index, x.assertion_index,
                x.parent_index, x.type, x.metric, x.status, x.pass, x.score, x.reason,
-               COALESCE({_PROVIDER},
-                        CASE WHEN regexp_replace(x.type, '^not-', '') IN ({embedding})
-                             THEN json_extract_string(x.config, '$.judge.embedding_model')
-                             ELSE json_extract_string(x.config, '$.judge.model') END)
-                 AS judge_model,
+               COALESCE({_PROVIDER}, {_JURY}, {_run_judge(embedding)}) AS judge_model,
                COALESCE(TRY_CAST(json_extract(x.spec, '$.threshold') AS DOUBLE),
-                        x.default_threshold) AS threshold
+                        x.default_threshold) AS threshold, x.votes, x.jurors
         FROM (SELECT a.run_id, a.case_id, c.provider, c.prompt, c.test_index,
                      a.assertion_index, {parent} AS parent_index, a.type, a.metric, a.status,
                      a.pass, a.score, a.reason, r.config, {_SPEC.format(parent=parent)} AS spec,
-                     {_default_thresholds()} AS default_threshold
+                     {_default_thresholds()} AS default_threshold, {votes} AS votes,
+                     list_sort(list_distinct(list_transform({votes}, lambda v: v.juror)))
+                       AS jurors
               FROM assertion_results a
               JOIN case_rows c USING (run_id, case_id)
               JOIN runs r ON r.run_id = a.run_id
               LEFT JOIN assertions s ON s.run_id = a.run_id AND s.test_index = c.test_index
                    AND s.assertion_index = COALESCE({parent}, a.assertion_index)
               WHERE regexp_replace(a.type, '^not-', '') IN ({_quoted(graded_types())})) x"""
+    if "votes" not in columns:
+        return f"SELECT g.* EXCLUDE (votes, jurors) FROM ({verdicts}) g"
+    return (f"WITH g AS ({verdicts}) SELECT g.* EXCLUDE (votes, jurors) FROM g "
+            f"UNION ALL BY NAME {_JURORS}")
 
 
 _TRUE, _FALSE = "'pass', 'true', 'yes', '1'", "'fail', 'false', 'no', '0'"

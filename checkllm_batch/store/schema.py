@@ -92,10 +92,17 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
     # the pass-rate views gain their 95 % Wilson interval (pass_rate_low, pass_rate_high):
     # no table changes, applying it re-creates the views in databases written before
     ("0008_pass_rate_intervals", lambda con: None),
+    # a jury's or repeated judge's gradings of each result (judge models / repeat): one
+    # struct per juror x repeat, as the assertion reads them; NULL for a single grading.
+    # The views juror_verdicts, judge_consistency and jury_agreement read them.
+    ("0009_judge_votes", """
+    ALTER TABLE assertion_results ADD COLUMN votes
+        STRUCT(juror VARCHAR, repeat INTEGER, pass BOOLEAN, score DOUBLE, reason VARCHAR)[];
+    """),
     # auditing the judge: graded_verdicts, judge_labels, judge_agreement; the pass-rate
     # views count `skipped` cases (outside a judge sample) apart, with finite-population
     # intervals where a rate is of a sample. Views only: applying it re-creates them.
-    ("0009_judge_audit", lambda con: None),
+    ("0010_judge_audit", lambda con: None),
 ]
 
 

@@ -12,6 +12,7 @@ import duckdb
 
 from . import agreement
 from .cases import create_cases_view, sql_string
+from .votes import create_vote_views
 
 TABLES = {
     "runs": "one row per evaluation run: status, suite, outputs, config, case count",
@@ -313,6 +314,18 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     for name, (comment, query) in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query.replace('case_rows', stored)}")
         con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")
+    con.execute(f"CREATE OR REPLACE VIEW judge_costs AS {judge_costs_sql(con)}")
+    con.execute(f"COMMENT ON VIEW judge_costs IS {sql_string(_JUDGE_COMMENT)}")
+    # juries and repeats: their own block (store/votes.py)
+    create_vote_views(con, stored)
+    _create_graded_verdicts(con, stored)
+    for name, (params, comment, query) in MACROS.items():
+        con.execute(f"CREATE OR REPLACE MACRO {name}({params}) AS TABLE {query}")
+        con.execute(f"COMMENT ON MACRO TABLE {name} IS {sql_string(comment)}")
+
+
+def _create_graded_verdicts(con: duckdb.DuckDBPyConnection, stored: str) -> None:
+    """graded_verdicts (store/agreement.py), over the assertion_results columns present."""
     name, comment = agreement.VIEW
     columns = {r[0] for r in con.sql(
         "SELECT column_name FROM information_schema.columns WHERE table_name = "
@@ -320,11 +333,6 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     query = agreement.graded_verdicts_sql(columns).replace('case_rows', stored)
     con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
     con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")
-    con.execute(f"CREATE OR REPLACE VIEW judge_costs AS {judge_costs_sql(con)}")
-    con.execute(f"COMMENT ON VIEW judge_costs IS {sql_string(_JUDGE_COMMENT)}")
-    for name, (params, comment, query) in MACROS.items():
-        con.execute(f"CREATE OR REPLACE MACRO {name}({params}) AS TABLE {query}")
-        con.execute(f"COMMENT ON MACRO TABLE {name} IS {sql_string(comment)}")
 
 
 def catalog(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:

@@ -30,6 +30,7 @@ class Graded:
     rubric_prompt: Any = None  # the user's override, if any
     options: dict[str, Any] = field(default_factory=dict)  # the tests' merged `options`
     costs: dict[int, float] = field(default_factory=dict)  # id(item) -> cost of its calls
+    repeat: int = 0  # the n-th grading of these rows (judge `repeat`): cached apart
 
     @property
     def value(self) -> pl.Expr:
@@ -51,8 +52,8 @@ class Graded:
         return pl.col("vars").str.json_path_match(f"$.{name}")
 
     def chat(self, messages: list[tuple[str, str]]) -> Request:
-        return chat(self.model, messages, temperature=self.config.temperature,
-                    max_tokens=self.config.max_tokens)
+        return chat(self.model, messages, repeat=self.repeat,
+                    temperature=self.config.temperature, max_tokens=self.config.max_tokens)
 
     def embed(self, text: str) -> Request:
         return embedding(self.config.embedding_model, text)

@@ -88,11 +88,23 @@ def rate_interval_columns(passed: str, n: str, population: str, sampled: str) ->
     return f"{low} AS pass_rate_low, {high} AS pass_rate_high"
 
 
-_PASSED = "COUNT(*) FILTER (a.status = 'pass')"
-_GRADED = "COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error'))"
-_NOT_SKIPPED = "COUNT(*) FILTER (a.status <> 'skipped')"
-_T_PASSED = "COUNT(*) FILTER (t.status = 'pass')"
-_JUDGED = "COUNT(*) FILTER (t.status <> 'skipped')"
+# the pass-rate views: counts per group in a subquery, then the rate and its interval over
+# them by name (the interval's formula repeats its arguments: over names it stays short,
+# and so does the catalog entry a file database rewrites)
+
+
+def _interval(n: str, population: str) -> str:
+    """The pass-rate views' interval columns over their count columns (a sample's where the
+    group has skipped cases)."""
+    return rate_interval_columns("passed", n, population, "skipped > 0")
+
+
+_ASSERTION_COUNTS = """COUNT(*) AS results, COUNT(*) FILTER (a.status = 'pass') AS passed,
+                     COUNT(*) FILTER (a.status = 'fail') AS failed,
+                     COUNT(*) FILTER (a.status = 'error') AS errors,
+                     COUNT(*) FILTER (a.status = 'skipped') AS skipped,
+                     COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')) AS graded,
+                     AVG(a.score) AS mean_score"""
 
 VIEWS: dict[str, tuple[str, str]] = {
     "case_results": (("one row per case with its test verdict: provider, prompt, vars, output, "
@@ -104,45 +116,40 @@ VIEWS: dict[str, tuple[str, str]] = {
                    "(pass_rate_low, pass_rate_high), fail/error counts and mean score; on a run "
                    "judged on a sample, over its judged cases (skipped: the others), the "
                    "interval with the finite-population correction"), f"""
-        SELECT c.run_id, c.provider, c.prompt, COUNT(*) AS cases,
-               {_T_PASSED} AS passed,
-               COUNT(*) FILTER (t.status = 'fail') AS failed,
-               COUNT(*) FILTER (t.status = 'error') AS errors,
-               {_T_PASSED} / NULLIF({_JUDGED}, 0) AS pass_rate,
-               {rate_interval_columns(_T_PASSED, _JUDGED, "COUNT(*)", f"COUNT(*) > {_JUDGED}")},
-               AVG(t.score) AS mean_score,
-               COUNT(*) FILTER (t.status = 'skipped') AS skipped
-        FROM case_rows c JOIN test_results t USING (run_id, case_id)
-        GROUP BY ALL"""),
+        SELECT run_id, provider, prompt, cases, passed, failed, errors,
+               passed / NULLIF(judged, 0) AS pass_rate,
+               {_interval("judged", "cases")},
+               mean_score, skipped
+        FROM (SELECT c.run_id, c.provider, c.prompt, COUNT(*) AS cases,
+                     COUNT(*) FILTER (t.status = 'pass') AS passed,
+                     COUNT(*) FILTER (t.status = 'fail') AS failed,
+                     COUNT(*) FILTER (t.status = 'error') AS errors,
+                     AVG(t.score) AS mean_score,
+                     COUNT(*) FILTER (t.status = 'skipped') AS skipped,
+                     COUNT(*) FILTER (t.status <> 'skipped') AS judged
+              FROM case_rows c JOIN test_results t USING (run_id, case_id)
+              GROUP BY ALL)"""),
     "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type, with "
                            "its 95 % Wilson interval (metric-only counters apart; errors and "
                            "skips counted apart)"), f"""
-        SELECT c.run_id, c.provider, a.type, COALESCE(a.metric_only, false) AS metric_only,
-               COUNT(*) AS results,
-               COUNT(*) FILTER (a.status = 'pass') AS passed,
-               COUNT(*) FILTER (a.status = 'fail') AS failed,
-               COUNT(*) FILTER (a.status = 'error') AS errors,
-               COUNT(*) FILTER (a.status = 'skipped') AS skipped,
-               {_PASSED} / NULLIF({_GRADED}, 0) AS pass_rate,
-               {rate_interval_columns(_PASSED, _GRADED, f"{_GRADED} + COUNT(*) - {_NOT_SKIPPED}",
-                                      f"COUNT(*) > {_NOT_SKIPPED}")},
-               AVG(a.score) AS mean_score
-        FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
-        GROUP BY ALL"""),
+        SELECT run_id, provider, type, metric_only, results, passed, failed, errors, skipped,
+               passed / NULLIF(graded, 0) AS pass_rate,
+               {_interval("graded", "graded + skipped")},
+               mean_score
+        FROM (SELECT c.run_id, c.provider, a.type,
+                     COALESCE(a.metric_only, false) AS metric_only, {_ASSERTION_COUNTS}
+              FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
+              GROUP BY ALL)"""),
     "pass_rates_by_metric": (("assertion pass rate per run x provider x named metric, with "
                              "its 95 % Wilson interval"), f"""
-        SELECT c.run_id, c.provider, a.metric, COUNT(*) AS results,
-               COUNT(*) FILTER (a.status = 'pass') AS passed,
-               COUNT(*) FILTER (a.status = 'fail') AS failed,
-               COUNT(*) FILTER (a.status = 'error') AS errors,
-               {_PASSED} / NULLIF({_GRADED}, 0) AS pass_rate,
-               {rate_interval_columns(_PASSED, _GRADED, f"{_GRADED} + COUNT(*) - {_NOT_SKIPPED}",
-                                      f"COUNT(*) > {_NOT_SKIPPED}")},
-               AVG(a.score) AS mean_score,
-               COUNT(*) FILTER (a.status = 'skipped') AS skipped
-        FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
-        WHERE a.metric IS NOT NULL
-        GROUP BY ALL"""),
+        SELECT run_id, provider, metric, results, passed, failed, errors,
+               passed / NULLIF(graded, 0) AS pass_rate,
+               {_interval("graded", "graded + skipped")},
+               mean_score, skipped
+        FROM (SELECT c.run_id, c.provider, a.metric, {_ASSERTION_COUNTS}
+              FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
+              WHERE a.metric IS NOT NULL
+              GROUP BY ALL)"""),
     "metric_summary": (("named metrics (mean = sum / weight) and derived metrics, one row per "
                        "run x provider x prompt x metric"), """
         SELECT run_id, provider, prompt, metric, 'named' AS kind,

@@ -243,3 +243,17 @@ def test_a_failing_check_outside_the_sample_fails_the_run(tmp_path, judge_server
     fine = CliRunner().invoke(main, [*args[:5], str(tmp_path / "fine.duckdb"), *args[6:]])
     assert "passed" in fine.output
     assert fine.exit_code == 0, fine.output
+
+
+def test_a_jury_grades_the_sample_only(tmp_path):
+    """Each juror grades each sampled case; no juror sees the others."""
+    path = tmp_path / "suite.yaml"
+    path.write_text(SUITE.replace("  model: gpt-4o-mini", "  models: [a, b, c]"))
+    judge = ScriptedJudge(_scripted)
+    run = cb.evaluate(path, graded_outputs(2000), db=tmp_path / "r.duckdb", judge=judge,
+                      judge_sample="5%")
+    judged = _judged(run)
+    assert 0 < len(judged) < 200 and len(judge.sent) == 3 * len(judged)
+    jurors = run.con.sql("SELECT DISTINCT judge_model FROM graded_verdicts WHERE status <> "
+                         "'skipped' ORDER BY 1").fetchnumpy()["judge_model"].tolist()
+    assert jurors == ["a", "b", "c", "jury (majority): a, b, c"]

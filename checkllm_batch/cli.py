@@ -165,14 +165,26 @@ def _print_run(run: api.Run, db: str, fmt: str) -> dict:
 
 
 def _print_judge(run: api.Run) -> None:
-    calls, errors, unparsed, retries, cost = run.con.execute(
+    calls, errors, unparsed, retries, cost, unpriced, models = run.con.execute(
         "SELECT count(*), count(*) FILTER (status NOT IN ('ok', 'unparsed')), "
-        "count(*) FILTER (status = 'unparsed'), sum(attempts - 1), sum(cost) "
+        "count(*) FILTER (status = 'unparsed'), sum(attempts - 1), sum(cost), "
+        "count(*) FILTER (cost IS NULL AND prompt_tokens > 0), "
+        "list(DISTINCT model ORDER BY model) FILTER (cost IS NULL AND prompt_tokens > 0) "
         "FROM judge_calls WHERE run_id = ?", [run.run_id]).fetchall()[0]
     if calls:
         click.echo(f"judge: {calls} calls sent ({errors} failed, {unparsed} replies "
-                   f"unreadable, {retries or 0} retries), ${cost or 0:.4f}; other answers "
-                   "came from judge_calls")
+                   f"unreadable, {retries or 0} retries), {_cost_text(cost, unpriced, models)}; "
+                   "other answers came from judge_calls")
+
+
+def _cost_text(cost: float | None, unpriced: int, models: list[str] | None) -> str:
+    """A cost, or an honest "unknown" for calls of a model without a price (a local model):
+    never a $0.0000 that reads as free."""
+    if not unpriced:
+        return f"${cost or 0:.4f}"
+    known = f"${cost:.4f} + " if cost else ""
+    return (f"{known}cost unknown for {unpriced} calls (no price for "
+            f"{', '.join(models or [])}: judge: prices:)")
 
 
 def _print_plan(stats, config) -> None:
@@ -182,7 +194,9 @@ def _print_plan(stats, config) -> None:
     click.echo(f"judge {config.model} ({config.mode}): {stats.graded} graded assertions, "
                f"{stats.unique} unique requests, {stats.cached} already answered, "
                f"{stats.sent} to send ({stats.requested} before de-duplication)")
-    click.echo(f"estimated: {stats.est_tokens} tokens, ${stats.est_cost:.4f} "
+    cost = f"${stats.est_cost:.4f}" if config.price(config.model) is not None \
+        else f"cost unknown (no price for {config.model}: judge: prices:)"
+    click.echo(f"estimated: {stats.est_tokens} tokens, {cost} "
                "(prompt ~4 chars/token + max_tokens per reply; multi-step types such as "
                "g-eval, context-faithfulness and answer-relevance add follow-up calls)")
 

@@ -44,9 +44,9 @@ from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
 from checkllm_batch.load.outputs import read_batches
-from checkllm_batch.spec.parse import load_suite
 from checkllm_batch.store import cases as cases_store
 from checkllm_batch.store import results as store
+from checkllm_batch.suites.parse import load_suite
 
 sys.path.insert(0, str(Path(__file__).parent))
 import synth  # noqa: E402

@@ -35,7 +35,7 @@ from realserver import prepare  # noqa: E402
 from realserver.server import LlamaServer  # noqa: E402
 
 from checkllm_batch import api  # noqa: E402
-from checkllm_batch.judge import JudgeConfig  # noqa: E402
+from checkllm_batch.suites.judge import JudgeConfig  # noqa: E402
 
 SUITE = "tests:\n  - description: t\n    assert:\n      - type: llm-rubric\n        value: good\n"
 

@@ -28,7 +28,7 @@ from checkllm_batch.assertions._support import values
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
-from checkllm_batch.spec.parse import load_suite
+from checkllm_batch.suites.parse import load_suite
 
 Values = Callable[[list[str], random.Random], list]  # outputs -> one value per row
 

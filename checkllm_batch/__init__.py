@@ -14,7 +14,7 @@ from .analysis import Results
 from .api import Run, evaluate, get_run, open_results, write
 from .assertions.custom import batch_check
 from .errors import CheckLLMError, ConfigError, InputError
-from .spec.parse import load_suite as load
+from .suites.parse import load_suite as load
 
 __all__ = ["CheckLLMError", "ConfigError", "InputError", "Results", "Run", "batch_check",
            "evaluate", "get_run", "load", "open_results", "write"]

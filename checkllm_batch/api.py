@@ -35,12 +35,12 @@ from .load.outputs import (
 )
 from .metrics import named
 from .progress import RunProgress
-from .spec.judge import JudgeConfig
-from .spec.model import Suite
-from .spec.parse import load_suite
 from .store import cases as cases_store
 from .store import results as store
 from .store.across import finish_across
+from .suites.judge import JudgeConfig
+from .suites.model import Suite
+from .suites.parse import load_suite
 
 BATCH_ROWS = 100_000
 # a RecordBatchReader is taken as read by load.outputs (reserved names already checked)
@@ -61,7 +61,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     `engine="ray"` runs it on a Ray cluster (Parquet files, or a Ray Dataset as `outputs`;
     see docs/ray.md). A Parquet file's outputs and vars are not copied into `db`: its
     `cases` view reads them from the file (store/cases.py), unless `copy_outputs`."""
-    from .judge.session import close_hook, open_hook
+    from .evaluate.judging.session import close_hook, open_hook
 
     check_apart(outputs, db)
     if not isinstance(suite, Suite):
@@ -151,7 +151,7 @@ def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pat
     """Plan the judge calls of an evaluation without sending any: returns the runner's Stats
     (requests, unique, already answered in `db`, to send, estimated tokens and cost). Only
     model-graded assertions are planned: no other check runs (no webhook, no python)."""
-    from .judge.session import close_hook, open_hook, plan_calls
+    from .evaluate.judging.session import close_hook, open_hook, plan_calls
 
     check_apart(outputs, db)
     if not isinstance(suite, Suite):

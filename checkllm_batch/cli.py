@@ -100,8 +100,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
 
     Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
     from .load.filters import Filters
-    from .spec.judge import JudgeConfig
-    from .spec.parse import load_suite
+    from .suites.judge import JudgeConfig
+    from .suites.parse import load_suite
 
     spec = load_suite(suite_path(suite, config_path))
     check_output_flag(spec, outputs, output_path)

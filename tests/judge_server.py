@@ -96,7 +96,7 @@ class JudgeServer:
 
     def config(self, **kw: Any):
         """The JudgeConfig of a run judged by this server (fast retries for tests)."""
-        from checkllm_batch.judge import JudgeConfig
+        from checkllm_batch.suites.judge import JudgeConfig
 
         base = dict(model="gpt-4o-mini", base_url=self.url, api_key_env=KEY_ENV,
                     concurrency=8, backoff_initial=0.01, backoff_max=0.5,

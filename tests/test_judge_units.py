@@ -9,13 +9,15 @@ import polars as pl
 import pytest
 
 from checkllm_batch import api
-from checkllm_batch.assertions._support import replies
+from checkllm_batch.assertions.graded import compare, faithfulness, geval, rag, reference, replies
+from checkllm_batch.assertions.graded import rubric as rubric_type
 from checkllm_batch.errors import ConfigError
-from checkllm_batch.judge import JudgeConfig, ScriptedJudge
+from checkllm_batch.judge import ScriptedJudge
 from checkllm_batch.judge.batch import shards
 from checkllm_batch.judge.budget import Budget
 from checkllm_batch.judge.limiter import Limiter, parse_duration
 from checkllm_batch.judge.protocol import chat, embedding
+from checkllm_batch.suites.judge import JudgeConfig
 
 E = "error"  # the outcome is an error (Unparsable)
 
@@ -53,51 +55,51 @@ RUBRIC_CASES = [
 def test_rubric_replies(text, threshold, want):
     if want == E:
         with pytest.raises(replies.Unparsable):
-            replies.rubric(text, threshold)
+            rubric_type.rubric(text, threshold)
     else:
-        assert replies.rubric(text, threshold)[:2] == want
+        assert rubric_type.rubric(text, threshold)[:2] == want
 
 
 PARSER_CASES = [
-    (replies.closedqa, "reasoning\nY\nY", (True, 1.0)),
-    (replies.closedqa, "reasoning\nN\n", (False, 0.0)),
-    (replies.closedqa, "Yes.", E),
-    (replies.closedqa, "**Y**", E),
-    (replies.closedqa, "", E),
-    (lambda t: replies.factuality(t, {}), '{"category": "c", "reason": "same"}', (True, 1.0)),
-    (lambda t: replies.factuality(t, {}), '{"category": "D"}', (False, 0.0)),
-    (lambda t: replies.factuality(t, {"subset": 0.5}), '{"category": "A"}', (True, 0.5)),
-    (lambda t: replies.factuality(t, {}), "The answer is (B) because…", (True, 1.0)),
-    (lambda t: replies.factuality(t, {}), '{"category": "F"}', E),
-    (lambda t: replies.factuality(t, {}), "no idea", E),
-    (lambda t: replies.scored(t, 0.8), '{"score": 0.85}', (True, 0.85)),
-    (lambda t: replies.scored(t, 0.8), '{"score": 0.5}', (False, 0.5)),
-    (lambda t: replies.scored(t, 0.8), '{"score": 85}', E),
-    (lambda t: replies.scored(t, 0.8), '{"pass": true}', E),
-    (lambda t: replies.judged(t, None), '{"passed": true, "score": 0.4}', (True, 0.4)),
-    (lambda t: replies.judged(t, 0.7), '{"passed": true, "score": 0.4}', (False, 0.4)),
-    (lambda t: replies.judged(t, None), '{"score": 0.4}', E),  # PromptKit passes these: we don't
-    (lambda t: (True, replies.attributed(t)), "1. a [Attributed]\n2. b [Not Attributed]",
+    (reference.closedqa_verdict, "reasoning\nY\nY", (True, 1.0)),
+    (reference.closedqa_verdict, "reasoning\nN\n", (False, 0.0)),
+    (reference.closedqa_verdict, "Yes.", E),
+    (reference.closedqa_verdict, "**Y**", E),
+    (reference.closedqa_verdict, "", E),
+    (lambda t: reference.factuality_verdict(t, {}), '{"category": "c", "reason": "same"}', (True, 1.0)),
+    (lambda t: reference.factuality_verdict(t, {}), '{"category": "D"}', (False, 0.0)),
+    (lambda t: reference.factuality_verdict(t, {"subset": 0.5}), '{"category": "A"}', (True, 0.5)),
+    (lambda t: reference.factuality_verdict(t, {}), "The answer is (B) because…", (True, 1.0)),
+    (lambda t: reference.factuality_verdict(t, {}), '{"category": "F"}', E),
+    (lambda t: reference.factuality_verdict(t, {}), "no idea", E),
+    (lambda t: rubric_type.scored(t, 0.8), '{"score": 0.85}', (True, 0.85)),
+    (lambda t: rubric_type.scored(t, 0.8), '{"score": 0.5}', (False, 0.5)),
+    (lambda t: rubric_type.scored(t, 0.8), '{"score": 85}', E),
+    (lambda t: rubric_type.scored(t, 0.8), '{"pass": true}', E),
+    (lambda t: rubric_type.judged(t, None), '{"passed": true, "score": 0.4}', (True, 0.4)),
+    (lambda t: rubric_type.judged(t, 0.7), '{"passed": true, "score": 0.4}', (False, 0.4)),
+    (lambda t: rubric_type.judged(t, None), '{"score": 0.4}', E),  # PromptKit passes these: we don't
+    (lambda t: (True, rag.attributed(t)), "1. a [Attributed]\n2. b [Not Attributed]",
      (True, 0.5)),
-    (lambda t: (True, replies.attributed(t)), "no classification", E),
-    (lambda t: (True, replies.nli_supported(t, 2)),
+    (lambda t: (True, rag.attributed(t)), "no classification", E),
+    (lambda t: (True, faithfulness.nli_supported(t, 2)),
      "...\nFinal verdict for each statement in order: Yes. No.", (True, 0.5)),
-    (lambda t: (True, replies.nli_supported(t, 2)), "Verdict: Yes. Verdict: Yes.", (True, 1.0)),
-    (lambda t: (True, replies.nli_supported(t, 2)), "unclear", E),
-    (lambda t: (True, replies.geval_score(t)[0]), '{"score": 7, "reason": "x"}', (True, 0.7)),
-    (lambda t: (True, replies.geval_score(t)[0]), '{"score": 11}', E),
-    (lambda t: (True, replies.geval_score(t)[0]), '{"score": "8", "reason": "x"}', (True, 0.8)),
-    (lambda t: (True, replies.geval_score(t)[0]), '{"score": 8}', E),  # promptfoo needs a reason
-    (lambda t: (True, replies.geval_score(t)[0]), '{"score": "", "reason": "x"}', E),
+    (lambda t: (True, faithfulness.nli_supported(t, 2)), "Verdict: Yes. Verdict: Yes.", (True, 1.0)),
+    (lambda t: (True, faithfulness.nli_supported(t, 2)), "unclear", E),
+    (lambda t: (True, geval.geval_score(t)[0]), '{"score": 7, "reason": "x"}', (True, 0.7)),
+    (lambda t: (True, geval.geval_score(t)[0]), '{"score": 11}', E),
+    (lambda t: (True, geval.geval_score(t)[0]), '{"score": "8", "reason": "x"}', (True, 0.8)),
+    (lambda t: (True, geval.geval_score(t)[0]), '{"score": 8}', E),  # promptfoo needs a reason
+    (lambda t: (True, geval.geval_score(t)[0]), '{"score": "", "reason": "x"}', E),
     # promptfoo 0.123.1: a statement without a verdict is unsupported
-    (lambda t: (True, replies.nli_supported(t, 3)),
+    (lambda t: (True, faithfulness.nli_supported(t, 3)),
      "Final verdict for each statement in order: Yes.", (True, 1 / 3)),
-    (lambda t: (True, replies.nli_supported(t, 3)), "Statement 1\nverdict: yes", (True, 1 / 3)),
-    (lambda t: (True, replies.nli_supported(t, 1)),
+    (lambda t: (True, faithfulness.nli_supported(t, 3)), "Statement 1\nverdict: yes", (True, 1 / 3)),
+    (lambda t: (True, faithfulness.nli_supported(t, 1)),
      "Final verdict for each statement in order: Unable to determine.", E),
-    (lambda t: replies.factuality(t, {}), '{"reason": "no category"} (D) disagrees', (False, 0.0)),
-    (lambda t: (True, float(replies.first_digit(t))), "Text 2 is best", (True, 2.0)),
-    (lambda t: (True, float(replies.first_digit(t))), "none of them", E),
+    (lambda t: reference.factuality_verdict(t, {}), '{"reason": "no category"} (D) disagrees', (False, 0.0)),
+    (lambda t: (True, float(compare.first_digit(t))), "Text 2 is best", (True, 2.0)),
+    (lambda t: (True, float(compare.first_digit(t))), "none of them", E),
 ]
 
 
@@ -128,24 +130,24 @@ RELEVANCE_CASES = [  # reply, context, given by line, distinct units quoted (pro
 def test_context_relevance_counts_quoted_units(text, context, by_line, want):
     if want == E:
         with pytest.raises(replies.Unparsable):
-            replies.relevant_units(text, context, by_line)
+            rag.relevant_units(text, context, by_line)
     else:
-        assert replies.relevant_units(text, context, by_line) == want
+        assert rag.relevant_units(text, context, by_line) == want
 
 
 def test_sentences_split_prose_but_keep_lines():
-    assert replies.sentences("A b. C d? E!  F") == ["A b.", "C d?", "E!", "F"]
-    assert replies.sentences("A. B.\nC.\n") == ["A. B.", "C."]
-    assert replies.sentences("1. A. 2. B.") == ["A.", "B."]
-    assert replies.sentences("") == []
+    assert rag.sentences("A b. C d? E!  F") == ["A b.", "C d?", "E!", "F"]
+    assert rag.sentences("A. B.\nC.\n") == ["A. B.", "C."]
+    assert rag.sentences("1. A. 2. B.") == ["A.", "B."]
+    assert rag.sentences("") == []
 
 
 def test_geval_steps_need_one_line_json():
-    assert replies.geval_steps('{"steps": ["a", "b"]}') == ["a", "b"]
+    assert geval.geval_steps('{"steps": ["a", "b"]}') == ["a", "b"]
     for bad in ['{ "steps": ["a"]}', '{"steps": []}', "{\n\"steps\": [\"a\"]\n}",
                 '{"steps": ["a", " "]}']:
         with pytest.raises(replies.Unparsable):
-            replies.geval_steps(bad)
+            geval.geval_steps(bad)
 
 
 def scripted(request) -> str | list[float]:
@@ -386,15 +388,16 @@ def test_limiter_without_a_known_limit_probes_upwards_after_a_429():
 @pytest.mark.parametrize("output,rubric", [("Paris", "names it"), ("", "x"), (None, "ünï ✓"),
                                            ("{{ not a var }}", "a\nb")])
 def test_vectorised_prompts_match_the_per_item_renderer(output, rubric):
-    from checkllm_batch.assertions._support import prompts
+    from checkllm_batch.assertions.graded import prompts
+    from checkllm_batch.assertions.graded import rubric as rubric_type
 
     frame = pl.DataFrame({"output": [output], "rubric": [rubric]},
                          schema={"output": pl.String, "rubric": pl.String})
-    exprs = prompts.to_exprs(prompts.LLM_RUBRIC, {"output", "rubric"})
+    exprs = prompts.to_exprs(rubric_type.LLM_RUBRIC, {"output", "rubric"})
     rendered = frame.select(*(e.alias(f"m{i}") for i, e in enumerate(exprs))).row(0)
-    by_item = prompts.render(prompts.LLM_RUBRIC, {"output": output, "rubric": rubric})
+    by_item = prompts.render(rubric_type.LLM_RUBRIC, {"output": output, "rubric": rubric})
     assert list(rendered) == [text for _, text in by_item]
-    assert prompts.to_exprs(prompts.LLM_RUBRIC, {"output"}) is None  # {{ rubric }}: per item
+    assert prompts.to_exprs(rubric_type.LLM_RUBRIC, {"output"}) is None  # {{ rubric }}: per item
 
 
 def test_429s_get_more_patience_than_failures(tmp_path):

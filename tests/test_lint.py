@@ -22,8 +22,8 @@ def test_ruff_is_clean():
 
 
 def test_layers_point_one_way():
-    """.importlinter: cli -> api -> analysis -> metrics -> store -> judge -> evaluate ->
-    assertions / load -> spec; nothing imports a layer above its own."""
+    """.importlinter: cli -> api -> analysis -> metrics -> store -> evaluate ->
+    assertions / load -> judge -> suites -> js; nothing imports a layer above its own."""
     lint = ROOT / ".venv" / "bin" / "lint-imports"
     proc = subprocess.run([str(lint) if lint.exists() else "lint-imports"], cwd=ROOT,
                           capture_output=True, text=True)

@@ -57,7 +57,7 @@ def test_bundled_example_has_precision_recall_f1():
 
 
 def test_derived_operators_translate_to_sql():
-    from checkllm_batch.spec.derived import to_sql
+    from checkllm_batch.suites.derived import to_sql
 
     names = {"a", "b"}
     assert to_sql("a ^ 2 + max(a, b) / log(b)", names) == '"a" ^ 2 + greatest ( "a" , "b" ) / ln ( "b" )'

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checkllm_batch.spec import nunjucks
+from checkllm_batch.js import nunjucks
 
 ERROR = "<promptfoo: Template render error>"
 KIT = Path(__file__).parent / "data" / "promptfoo_nunjucks.yaml"
@@ -407,7 +407,7 @@ THROUGH_JSON = [
 
 @pytest.mark.parametrize(("value", "back"), THROUGH_JSON)
 def test_through_json(value, back):
-    from checkllm_batch.spec.jsvalue import through_json
+    from checkllm_batch.js.jsvalue import through_json
 
     got = through_json(value)
     assert got == back and type(got) is type(back)

@@ -7,9 +7,9 @@ from conftest import write_suite
 
 import checkllm_batch as cb
 from checkllm_batch.errors import ConfigError, Where
-from checkllm_batch.spec import schema
-from checkllm_batch.spec.judge import JudgeConfig
-from checkllm_batch.spec.problems import validate
+from checkllm_batch.suites import schema
+from checkllm_batch.suites.judge import JudgeConfig
+from checkllm_batch.suites.problems import validate
 
 
 def load(tmp_path, text):
@@ -155,7 +155,7 @@ CSV = [
 
 @pytest.mark.parametrize("cell,expected", CSV)
 def test_csv_expected_cells(cell, expected):
-    from checkllm_batch.spec.testfiles import assertion_from_string
+    from checkllm_batch.suites.testfiles import assertion_from_string
 
     got = assertion_from_string(cell)
     if expected["type"] == "similar" and got["type"] != "similar":

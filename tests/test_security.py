@@ -15,8 +15,8 @@ from test_webhook import Server
 from checkllm_batch import api
 from checkllm_batch.cli import main
 from checkllm_batch.errors import ConfigError
-from checkllm_batch.judge import JudgeConfig
-from checkllm_batch.spec.derived import scalar_sql
+from checkllm_batch.suites.derived import scalar_sql
+from checkllm_batch.suites.judge import JudgeConfig
 
 
 @pytest.fixture

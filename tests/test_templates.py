@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from conftest import run
 
-from checkllm_batch.spec import nunjucks
+from checkllm_batch.js import nunjucks
 
 CASES = [  # (template, vars, what promptfoo renders)
     ('{{ name }}', {'name': 'Ada'}, 'Ada'),

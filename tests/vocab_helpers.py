@@ -11,7 +11,7 @@ import yaml
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
-from checkllm_batch.spec.parse import load_suite
+from checkllm_batch.suites.parse import load_suite
 
 
 def run_assertion(tmp_path: Path, assertion: dict[str, Any], rows: list[dict[str, Any]]

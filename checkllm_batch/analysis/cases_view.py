@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
-from ..spec import template
+from ..js import template
 
 if TYPE_CHECKING:
     from .results import Results

@@ -15,8 +15,8 @@ from . import (  # noqa: F401  (registration)
 )
 from ._support import pool
 from ._support.distinct import text_of_distinct
-from ._support.replies import Outcome, Unparsable, failure
 from ._support.values import RowValues
+from .graded.replies import Outcome, Unparsable, failure
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup
 
 # what the rest of the pipeline uses: the registry, the per-row values the engine renders,

@@ -13,9 +13,9 @@ from typing import Any, Callable
 
 import polars as pl
 
+from ..js.whitespace import JS_SPACE, WORD
 from ._support.distinct import per_distinct
 from ._support.meteor import WordNetMissing, batch_scorer, wordnet_dir
-from ._support.whitespace import JS_SPACE, WORD
 from .registry import Ctx, Verdict, assertion
 
 MAX_N = 4

@@ -1,4 +1,4 @@
-"""Text and JSON checks that come from PromptKit's vocabulary (see spec/promptkit.py for the
+"""Text and JSON checks that come from PromptKit's vocabulary (see suites/promptkit.py for the
 names and `params` it maps onto these): lengths, sentences, fields, banned words, json-path."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import jmespath
 import orjson
 import polars as pl
 
-from ..spec import template
+from ..js import template
+from ..js.jsonvalue import same_value
 from ._support.distinct import Outcome
-from ._support.jsonvalue import same_value
 from ._support.values import number
 from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
 from .text import item_hits, plain_items, split_items
@@ -159,7 +159,7 @@ def _json_of(text: str, spec: Any) -> Any:
         starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
         if starts:
             decoder_start = min(starts)
-            from ._support.jsontext import extract_json_objects
+            from ..js.jsontext import extract_json_objects
             found = extract_json_objects(text[decoder_start:])
             if found:
                 return found[0]
@@ -216,7 +216,7 @@ def json_path(ctx: Ctx) -> Verdict:
                    .otherwise(pl.lit("invalid JSON: does not start like a JSON value")))
 
 
-# PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)
+# PromptKit's names for these checks (suites/promptkit.py translates `type` + `params`)
 EXCLUDES = {"patterns": "value", "words": "value", "match_mode": "match_mode"}
 promptkit_names("content-excludes", "content_excludes", "content_not_includes", params=EXCLUDES)
 promptkit_names("content-excludes", "banned_words", params=EXCLUDES,

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from ..spec.model import AssertionSpec
+from ..suites.model import AssertionSpec
 from ._support.values import number
 from .registry import Ctx, Value, Verdict, assertion, promptkit_names
 
@@ -24,7 +24,7 @@ def _at_most(column: str, unit: str, ctx: Ctx) -> Verdict:
     limit = ctx.prepared
     measured = pl.col(column).cast(pl.Float64)
     passed = pl.when(measured.is_null()).then(None).otherwise(measured <= limit)
-    # the judge's cost is checked elsewhere (judge/cost.py); here it is the provider's
+    # the judge's cost is checked elsewhere (evaluate/judging/cost.py); here it is the provider's
     name = "provider's cost (the cost column)" if column == "cost" else column
     detail = (pl.when(measured.is_null()).then(pl.lit(f"no {name} recorded for this case"))
               .otherwise(pl.format(f"{name} {{}}{unit}", measured)))
@@ -54,7 +54,7 @@ def cost(ctx: Ctx) -> Verdict:
     """The case's recorded `cost` is at most the threshold (or value), in USD.
 
     CheckLLM's form (`value:`, or `source: judge`) checks the judge's cost for the case
-    instead: the engine hands it to the judge (judge/cost.py)."""
+    instead: the engine hands it to the judge (evaluate/judging/cost.py)."""
     return _at_most("cost", "", ctx)
 
 
@@ -96,5 +96,5 @@ def perplexity_score(ctx: Ctx) -> Verdict:
                    score=score, detail=detail)
 
 
-# PromptKit's name for latency (spec/promptkit.py translates `type` + `params`)
+# PromptKit's name for latency (suites/promptkit.py translates `type` + `params`)
 promptkit_names("latency", "latency_budget", params={"max_ms": "threshold"})

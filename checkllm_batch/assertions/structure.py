@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from ..spec import template
+from ..js import template
 from ._support.markup import MAX_HTML, contains_xml_check, html_check, xml_check
 from ._support.openaitools import function_call_check, tools_call_check
 from ._support.pool import over_distinct_pool

@@ -13,12 +13,12 @@ from typing import Any, Callable
 import orjson
 import polars as pl
 
-from ..spec.jsvalue import js_string, to_number
+from ..js.jsvalue import js_string, to_number
+from ..js.whitespace import JS_CHARS, WORD
 from ._support.distinct import Outcome
 from ._support.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from ._support.refusal import APOSTROPHES, PREFIXES, REFUSAL
 from ._support.values import short_value
-from ._support.whitespace import JS_CHARS, WORD
 from .registry import CsvValue, Ctx, Value, Verdict, assertion, promptkit_names
 
 
@@ -445,7 +445,7 @@ def is_refusal(ctx: Ctx) -> Verdict:
     return Verdict(raw, "be a refusal", score=score, detail=detail)
 
 
-# PromptKit's names for these checks (spec/promptkit.py translates `type` + `params`)
+# PromptKit's names for these checks (suites/promptkit.py translates `type` + `params`)
 promptkit_names("icontains-all", "contains", "content_includes", params={"patterns": "value"})
 promptkit_names("regex", "regex", "content_matches", params={"pattern": "value"})
 promptkit_names("icontains-any", "contains_any", "content_includes_any",

@@ -14,8 +14,8 @@ import pyarrow as pa
 from ..evaluate.engine import evaluate_batch
 from ..evaluate.plan import Plan, build_plan
 from ..load.cases import CaseBuilder
-from ..spec.model import Suite
 from ..store.results import CASE_COLUMNS, RESULT_COLUMNS, TEST_COLUMNS
+from ..suites.model import Suite
 
 TABLES = {"cases": CASE_COLUMNS, "assertion_results": RESULT_COLUMNS,
           "test_results": TEST_COLUMNS}
@@ -43,7 +43,7 @@ class BatchEvaluator:
         self.plan = build_plan(self.suite)
         self.hook = None
         if self.judge_config is not None:
-            from ..judge.hook import JudgeHook
+            from ..evaluate.judging.hook import JudgeHook
 
             self.hook = JudgeHook(self.plan, self.judge_config, self.runner)
 

@@ -24,10 +24,10 @@ from ..errors import CheckLLMError, InputError, Interrupted, did_you_mean
 from ..evaluate.plan import Plan, build_plan
 from ..judge.protocol import Judge
 from ..metrics import named
-from ..spec.judge import JudgeConfig
-from ..spec.model import Suite
 from ..store import results as store
 from ..store.across import finish_across
+from ..suites.judge import JudgeConfig
+from ..suites.model import Suite
 from .batch import TABLES
 from .blocks import DATASET, is_dataset, plan_blocks
 from .fragments import filesystem, parquet_files, plan_fragments
@@ -196,7 +196,7 @@ def _manifest(directory: str, suite: Suite, source: str, fragments: list, reuse:
 @contextmanager
 def _judge(plan: Plan, con, run_id: str | None, config: JudgeConfig, judge: Judge | None):
     """The run's judge hook in this process: its one Runner (None without a judge)."""
-    from ..judge.session import close_hook, open_hook
+    from ..evaluate.judging.session import close_hook, open_hook
 
     hook = open_hook(plan, con, run_id, config, judge=judge)
     try:

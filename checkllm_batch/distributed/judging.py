@@ -8,15 +8,14 @@ with the replies: a multi-step type (g-eval, the RAG types) takes one round per 
 from __future__ import annotations
 
 from ..errors import CheckLLMError
-from ..judge.protocol import Reply, Request
-from ..judge.runner import Stats
+from ..judge.protocol import JudgeRunner, Reply, Request, Stats
 
 PENDING = "judge reply pending (Ray engine)"
 MAX_ROUNDS = 20
 
 
-class RecordingRunner:
-    """A worker's stand-in for Runner: the same `run`, no network."""
+class RecordingRunner(JudgeRunner):
+    """A worker's JudgeRunner: answers from the driver's replies, no network."""
 
     def __init__(self, known: dict[str, Reply]):
         self.known, self.stats = known, Stats()

@@ -11,7 +11,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from ..load.outputs import checked
-from ..spec.model import Suite
+from ..suites.model import Suite
 from .batch import TABLES, BatchEvaluator
 from .fragments import filesystem
 from .judging import RecordingRunner

@@ -17,7 +17,7 @@ import polars as pl
 from ..assertions import RowValues
 from ..assertions.graded import NO_JUDGE, PENDING
 from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
-from ..spec import template
+from ..js import template
 from .outcome import RESULT_SCHEMA, Reasons, Stop, outcome, stopped
 from .plan import Plan, Planned
 from .sets import combine_sets

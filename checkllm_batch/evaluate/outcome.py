@@ -7,7 +7,8 @@ One rule for every kind of type (vector, distinct, judge, judged across cases):
 - `not-` flips pass and turns the score into 1 - score (clipped to [0, 1] for judge scores,
   as promptfoo's invertScore does);
 - a failing row shows its failure reason, any other row its plain reason.
-How a test or an assert-set combines these rows is `evaluate/verdict.py`.
+How a test or an assert-set combines these rows is `evaluate/verdict.py`; a judged
+assertion's rows are made by `evaluate/judging/rows.py`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import polars as pl
-
-from .plan import Planned
 
 RESULT_SCHEMA = {"case_id": pl.Int64, "test_index": pl.Int32, "key": pl.Int32,
                  "status": pl.String, "pass": pl.Boolean, "score": pl.Float64, "reason": pl.String}
@@ -75,18 +74,3 @@ def _chain(stops: Sequence[Stop], value: Callable[[Stop], pl.Expr], otherwise: p
         otherwise = pl.when(stop.when).then(value(stop)).otherwise(otherwise)
     return otherwise
 
-
-def judged_rows(p: Planned, outcomes: pl.DataFrame) -> pl.DataFrame:
-    """A judged assertion's outcomes (case_id, test_index, passed, score, reason, and
-    `stopped`: rows that ended before the judge, e.g. a null output) as result rows."""
-    reason, negate = pl.col("reason"), p.spec.negate
-    negated = pl.concat_str([pl.lit(f"Expected output to not pass {p.spec.type}: "),
-                             reason.fill_null("")])
-    stops = [Stop(pl.col("stopped").fill_null(False), "fail", reason)] \
-        if "stopped" in outcomes.columns else []
-    fields = outcome(pl.col("passed"), pl.col("score"),
-                     Reasons(failed=negated if negate else reason, error=reason, other=reason),
-                     negate=negate, clip=True, stops=stops)
-    return outcomes.select(
-        "case_id", pl.col("test_index").cast(pl.Int32), pl.lit(p.key, pl.Int32).alias("key"),
-        *(e.alias(name) for name, e in fields.items())).cast(pl.Schema(RESULT_SCHEMA))

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..assertions.registry import AssertionType, Kind, lookup
-from ..spec import template
-from ..spec.model import AssertionSpec, Suite
+from ..js import template
+from ..suites.model import AssertionSpec, Suite
 
 ORDER_SCHEMA = {"test_index": pl.Int32, "parent_index": pl.Int32, "assertion_index": pl.Int32,
                 "order": pl.Int32}

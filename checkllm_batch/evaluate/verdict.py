@@ -18,7 +18,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import polars as pl
 
 from ..assertions import text_of_distinct
-from ..spec.jsvalue import js_number
+from ..js.jsvalue import js_number
 
 
 def in_order(x: pl.Expr) -> pl.Expr:

@@ -14,12 +14,15 @@ import io
 import json
 import time
 import uuid
+from typing import Protocol
 
 import pyarrow as pa
 
-from .budget import EXHAUSTED
+from ..suites.judge import JudgeConfig
+from .budget import EXHAUSTED, Budget
+from .ledger import Ledger
 from .openai_judge import OpenAIJudge, to_reply
-from .protocol import JudgeError, Reply, Request
+from .protocol import Judge, JudgeError, Reply, Request
 
 MAX_LINES, MAX_BYTES = 50_000, 200 * 1024 * 1024
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
@@ -43,8 +46,23 @@ def shards(requests: list[Request], max_lines: int = MAX_LINES,
     return [part for parts in groups.values() for part in parts if part]
 
 
-def run_batches(runner, missing: list[Request]) -> dict[str, Reply]:
-    judge = runner.judge
+class BatchRunner(Protocol):
+    """What batch mode uses of the runner that hands it requests (runner.py's Runner): its
+    settings, ledger and budget, its cost estimate, and its count of each reply."""
+
+    config: JudgeConfig
+    ledger: Ledger
+    budget: Budget
+
+    def estimate(self, request: Request) -> tuple[int, int, float]: ...
+
+    def count(self, reply: Reply, sent: bool = True) -> None: ...
+
+
+def run_batches(runner: BatchRunner, judge: Judge | None, missing: list[Request]
+                ) -> dict[str, Reply]:
+    """A reply for each of the `missing` requests, through batches: those a crashed run
+    submitted first, then new ones for the rest (each reserved against the budget)."""
     if not isinstance(judge, OpenAIJudge):
         raise JudgeError("batch mode needs the OpenAI-compatible judge", retry=False)
     con, lock = runner.ledger.con, runner.ledger.lock
@@ -63,7 +81,7 @@ def run_batches(runner, missing: list[Request]) -> dict[str, Reply]:
             held[r.hash] = estimate
         else:
             out[r.hash] = Reply(error=EXHAUSTED)
-            runner.stats.failed += 1
+            runner.count(out[r.hash], sent=False)
     for shard in shards(todo):
         batch_id = _submit(judge, con, lock, runner.ledger.run_id, shard)
         batches[batch_id] = [r.hash for r, _ in shard]
@@ -110,7 +128,7 @@ def _submit(judge: OpenAIJudge, con, lock, run_id, shard) -> str:
     return batch.id
 
 
-def _collect(runner, judge: OpenAIJudge, batch_id: str, wanted: dict[str, Request],
+def _collect(runner: BatchRunner, judge: OpenAIJudge, batch_id: str, wanted: dict[str, Request],
              held: dict[str, float]) -> dict[str, Reply]:
     con, lock = runner.ledger.con, runner.ledger.lock
     while True:
@@ -131,9 +149,7 @@ def _collect(runner, judge: OpenAIJudge, batch_id: str, wanted: dict[str, Reques
                     out[request.hash] = judge.redact_reply(_reply(runner, request, row))
                     runner.budget.settle(held.pop(request.hash, 0.0), out[request.hash].cost)
                     runner.ledger.record(request, out[request.hash], batch_id)
-                    runner.stats.sent += 1
-                    runner.stats.failed += not out[request.hash].ok
-                    runner.bar.update(1)
+                    runner.count(out[request.hash])
     with lock:
         con.execute("UPDATE judge_batches SET status = 'ingested', output_file_id = ?, "
                     "error_file_id = ?, finished_at = current_timestamp WHERE batch_id = ?",
@@ -144,7 +160,7 @@ def _collect(runner, judge: OpenAIJudge, batch_id: str, wanted: dict[str, Reques
     return out
 
 
-def _reply(runner, request: Request, row: dict) -> Reply:
+def _reply(runner: BatchRunner, request: Request, row: dict) -> Reply:
     from openai.types import CreateEmbeddingResponse
     from openai.types.chat import ChatCompletion
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import openai
 
-from ..spec.judge import JudgeConfig
+from ..suites.judge import JudgeConfig
 from .limiter import parse_duration
 from .protocol import JudgeError, Reply, Request
 

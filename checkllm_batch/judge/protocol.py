@@ -2,13 +2,15 @@
 
 Two implementations: `OpenAIJudge` (any OpenAI-compatible endpoint, over HTTP) and
 `ScriptedJudge` (in-process, for unit tests). Everything else (dedup, cache, limits,
-retries, budget) sits around the protocol, in the runner.
+retries, budget) sits around the protocol, in a `JudgeRunner`: what model-graded types
+send their requests through (`Runner` in a process, `RecordingRunner` on a Ray worker).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -82,6 +84,35 @@ class JudgeError(Exception):
         super().__init__(message)
         self.retry, self.status, self.retry_after = retry, status, retry_after
         self.rate_limited, self.headers = rate_limited, headers or {}
+
+
+@dataclass
+class Stats:
+    graded: int = 0  # (case, assertion) pairs graded by the judge
+    requested: int = 0  # requests built from their distinct inputs, before de-duplication
+    unique: int = 0  # distinct requests
+    cached: int = 0  # answered from judge_calls
+    sent: int = 0  # sent (or, in a dry run, planned to be sent)
+    failed: int = 0
+    unparsed: int = 0  # replies the grader could not read (recorded as such)
+    retries: int = 0
+    est_tokens: int = 0  # dry run: estimated prompt + completion tokens of what would be sent
+    est_cost: float = 0.0
+
+
+class JudgeRunner(ABC):
+    """What a model-graded type sends its requests through: a set in, an answer (or an
+    error) for each out; a reply it could not read is reported back."""
+
+    stats: Stats
+
+    @abstractmethod
+    def run(self, requests: list[Request]) -> dict[str, Reply]:
+        """An answer (or an error) for every request, by hash."""
+
+    @abstractmethod
+    def unparsed(self, reply: Reply) -> None:
+        """The grader could not read this reply: it must not be served again."""
 
 
 class Judge(Protocol):

@@ -5,35 +5,20 @@ from __future__ import annotations
 
 import random
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 
 from tqdm import tqdm
 
-from ..spec.judge import JudgeConfig
+from ..suites.judge import JudgeConfig
 from .budget import EXHAUSTED, Budget
 from .ledger import Ledger
 from .limiter import Limiter
-from .protocol import Judge, JudgeError, Reply, Request
+from .protocol import Judge, JudgeError, JudgeRunner, Reply, Request, Stats
 
 DRY = "dry run: not sent"
 RATE_LIMITED_PATIENCE = 4
 
 
-@dataclass
-class Stats:
-    graded: int = 0  # (case, assertion) pairs graded by the judge
-    requested: int = 0  # requests built from their distinct inputs, before de-duplication
-    unique: int = 0  # distinct requests
-    cached: int = 0  # answered from judge_calls
-    sent: int = 0  # sent (or, in a dry run, planned to be sent)
-    failed: int = 0
-    unparsed: int = 0  # replies the grader could not read (recorded as such)
-    retries: int = 0
-    est_tokens: int = 0  # dry run: estimated prompt + completion tokens of what would be sent
-    est_cost: float = 0.0
-
-
-class Runner:
+class Runner(JudgeRunner):
     def __init__(self, config: JudgeConfig, judge: Judge | None, ledger: Ledger, *,
                  dry_run: bool = False, progress: bool = False):
         self.config, self.judge, self.ledger, self.dry_run = config, judge, ledger, dry_run
@@ -66,7 +51,7 @@ class Runner:
             if self.config.mode == "batch":
                 from .batch import run_batches
 
-                replies.update(run_batches(self, missing))
+                replies.update(run_batches(self, self.judge, missing))
             else:
                 replies.update(self._online(missing))
         for h, reply in replies.items():
@@ -129,6 +114,10 @@ class Runner:
     def _finish(self, request: Request, reply: Reply, out: dict[str, Reply],
                 sent: bool = True) -> None:
         out[request.hash] = reply
+        self.count(reply, sent)
+
+    def count(self, reply: Reply, sent: bool = True) -> None:
+        """A reply in the stats and on the progress bar (`sent`: it reached the endpoint)."""
         if sent:
             self.stats.sent += 1
         self.stats.failed += not reply.ok

@@ -18,8 +18,8 @@ import polars as pl
 import pyarrow as pa
 
 from ..errors import InputError, did_you_mean
-from ..spec import template
-from ..spec.model import Suite
+from ..js import template
+from ..suites.model import Suite
 
 CORE = {"output", "output_kind", "test_id", "__test_index", "provider", "prompt", "latency_ms",
         "cost", "logprobs", "tool_calls", "tools", "metadata", "finish_reason", "description"}

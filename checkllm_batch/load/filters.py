@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 from ..errors import InputError
-from ..spec.model import Suite
+from ..suites.model import Suite
 
 
 @dataclass(frozen=True)

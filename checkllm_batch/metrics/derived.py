@@ -1,13 +1,13 @@
 """derivedMetrics: run every derived metric in one query over the run x provider x prompt
 sums of named metrics and `__count` (the number of cases), in list order so a derived metric
 can use earlier ones. x/0, 0/0 and other non-finite results are NULL. The expressions are
-translated by spec/derived.py.
+translated by suites/derived.py.
 """
 
 from __future__ import annotations
 
-from ..spec.derived import COUNT, column_sql, quote
-from ..spec.model import Suite
+from ..suites.derived import COUNT, column_sql, quote
+from ..suites.model import Suite
 
 
 def derived_query(suite: Suite) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import duckdb
 
-from ..spec.model import Suite
+from ..suites.model import Suite
 from .derived import derived_query
 
 

@@ -1,4 +1,4 @@
-"""Decide the types that wait for every batch (judge/across.py) over the stored cases, in
+"""Decide the types that wait for every batch (evaluate/judging/decide.py) over the stored cases, in
 the run's finishing transaction: their pending rows are replaced, and the test results of
 the cases they touch recomputed."""
 
@@ -10,9 +10,9 @@ import duckdb
 
 from ..assertions.registry import Kind
 from ..evaluate.engine import combine_tests
+from ..evaluate.judging.decide import decide
+from ..evaluate.judging.hook import JudgeHook
 from ..evaluate.plan import Plan
-from ..judge.across import decide
-from ..judge.hook import JudgeHook
 from .results import TEST_COLUMNS, frame
 
 

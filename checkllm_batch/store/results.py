@@ -18,7 +18,7 @@ import duckdb
 import polars as pl
 
 from ..errors import InputError
-from ..spec.model import Suite
+from ..suites.model import Suite
 from .schema import migrate, pending
 
 # Low-cardinality strings go to DuckDB dictionary-encoded: about twice as fast to insert.

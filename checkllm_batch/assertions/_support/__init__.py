@@ -7,6 +7,6 @@ the type modules; nothing in this package registers a type):
   jsonvalue.py, whitespace.py;
 - parser-backed checks: markup.py (XML, HTML; htmlnames.py), sql.py, openaitools.py,
   toolnames.py; METEOR's internals: meteor.py; refusal phrases: refusal.py;
-- custom logic: scripts.py (python), expression.py, webhook.py;
-- the judge's side: grading.py (what graded/ types share), prompts.py, replies.py.
+- custom logic: scripts.py (python), expression.py, webhook.py.
+What the model-graded types share is in graded/ with them.
 """

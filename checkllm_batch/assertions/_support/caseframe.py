@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
-from ...spec import template
+from ...js import template
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)

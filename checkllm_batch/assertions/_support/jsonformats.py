@@ -153,7 +153,7 @@ def _refused(schema: dict) -> None:
     draft-07 meta-schema), and, in strict mode, `if` without `then`/`else` (or the reverse),
     `additionalItems` beside no list of `items`, a property that a `patternProperties`
     pattern matches, and a format ajv-formats lacks."""
-    from .jsonvalue import same_value
+    from ...js.jsonvalue import same_value
 
     problems = []
     enum = schema.get("enum")

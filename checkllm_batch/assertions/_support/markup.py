@@ -9,8 +9,8 @@ import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from ...js.whitespace import JS_CHARS
 from .htmlnames import HTML_ELEMENTS
-from .whitespace import JS_CHARS
 
 # --- XML ------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from .whitespace import JS_SPACE
+from ...js.whitespace import JS_SPACE
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType

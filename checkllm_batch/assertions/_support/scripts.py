@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
-from ...spec.jsvalue import through_json
+from ...js.jsvalue import through_json
 from ..registry import NAMED_SCORES, Ctx
 from . import caseframe
 from .distinct import per_distinct

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from .jsontext import js_json_loads
+from ...js.jsontext import js_json_loads
 
 MAX_UNMATCHED = 65536
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")

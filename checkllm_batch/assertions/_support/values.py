@@ -1,7 +1,7 @@
 """An assertion's value on each row, and what the type's `prepare` makes of it.
 
 Every field of an assertion is a column: a literal is the same on every row, a template is
-rendered per row (`spec/template.py`). A row's value and templated fields make one text key
+rendered per row (`js/template.py`). A row's value and templated fields make one text key
 (the rendered value, or JSON of {value, args} when more than the value is templated). A type
 that compiles its value (a regex, a schema, a list of items) compiles each distinct key once,
 cached across batches; a key that fails to compile is an error on its rows, with the reason.
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ...spec import template
-from ...spec.model import AssertionSpec
+from ...js import template
+from ...suites.model import AssertionSpec
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from ...spec.jsvalue import json_stringify
+from ...js.jsvalue import json_stringify
 from . import caseframe
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String}

@@ -1,80 +1,70 @@
 """Model-graded types that grade the output against a rubric or criteria in one judge call per
-distinct input (llm-rubric, model, model-graded-closedqa, factuality, llm_judge), and g-eval
-(steps first, then a score). Each is one function from a `Graded` context (its rows and judge)
-to a frame of outcomes (case_id, test_index, passed, score, reason; passed null = error).
-Prompts follow promptfoo's (_support/prompts.py); replies are parsed strictly
-(_support/replies.py)."""
+distinct input: llm-rubric, model, llm_judge. Each is one function from a `Graded` context
+(its rows and judge) to a frame of outcomes; its prompt (promptfoo's) and its reply parser
+(strict: a reply it cannot read is an error) are here."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
-
 import polars as pl
 
-from .._support import prompts, replies
-from .._support.grading import graded, messages_for, needs, render_values, text_value, with_vars
 from ..registry import Value, promptkit_names
+from .context import Graded
+from .prompts import Messages, render
+from .replies import (
+    Outcome,
+    Unparsable,
+    boolean,
+    first_json_object,
+    reason_text,
+    snippet,
+    unit_score,
+)
+from .shared import graded, one_call, text_value
 
-if TYPE_CHECKING:
-    from ...judge.grading import Graded
+LLM_RUBRIC: Messages = [
+    ("system", "You are grading output according to a user-specified rubric. If the statement "
+     "in the rubric is true, then the output passes the test. You respond with a JSON object "
+     "with this structure: {reason: string, pass: boolean, score: number}\n\nExamples:\n\n"
+     "<Output>Hello world</Output>\n<Rubric>Content contains a greeting</Rubric>\n"
+     '{"reason": "the content contains the word \'Hello\'", "pass": true, "score": 1.0}\n\n'
+     "<Output>Avast ye swabs, repel the invaders!</Output>\n"
+     "<Rubric>Does not speak like a pirate</Rubric>\n"
+     '{"reason": "\'avast ye\' is a common pirate term", "pass": false, "score": 0.0}'),
+    ("user", "<Output>\n{{ output }}\n</Output>\n<Rubric>\n{{ rubric }}\n</Rubric>"),
+]
 
-def _simple(g: Graded, default: prompts.Messages, inputs: dict[str, pl.Expr],
-            parse: Callable[[dict[str, Any], str], replies.Outcome],
-            required: dict[str, str] | None = None) -> pl.DataFrame:
-    """One judge call per distinct input; `required` maps an input to what is missing.
-    Prompts are rendered as Polars expressions over the distinct inputs where they can be."""
-    messages = messages_for(g, default)
-    rendered = prompts.to_exprs(messages, set(inputs))
+MODEL: Messages = [
+    ("system", "You are an evaluator. Apply the user's evaluation instruction to the output "
+     "and respond only with a JSON object {\"score\": number between 0 and 1, \"reason\": "
+     "string}."),
+    ("user", "<Instruction>\n{{ prompt }}\n</Instruction>\n<Output>\n{{ output }}\n</Output>"),
+]
 
-    def build(item: dict[str, Any]):
-        for name, what in (required or {}).items():
-            why = needs(item, name, what)
-            if why:
-                return why
-        if rendered is not None:
-            return g.chat([(role, item[f"__m{i}"]) for i, (role, _) in enumerate(messages)])
-        return g.chat(prompts.render(messages, render_values(dict(item))))
+LLM_JUDGE: Messages = [
+    ("system", "{{ system_prompt }}"),
+    ("user", "Criteria: {{ criteria }}\n{{ rubric }}\n\nResponse to evaluate:\n{{ output }}\n\n"
+     'Respond only with JSON: {"passed": boolean, "score": number between 0 and 1, '
+     '"reasoning": string}'),
+]
 
-    extra = {} if rendered is None else {f"__m{i}": e for i, e in enumerate(rendered)}
-    return g.each({**inputs, **with_vars(g)},
-                  lambda items: g.judge(items, build, parse), rendered=extra)
+LLM_JUDGE_SYSTEM = ("You are an impartial evaluator. Judge the assistant response against "
+                    "the criteria and return a score between 0.0 and 1.0 with your reasoning.")
 
 
 @graded("llm-rubric", Value.OPTIONAL, fields=("rubric",), required=("value|rubric",))
 def llm_rubric(g: Graded) -> pl.DataFrame:
     """The judge grades the output against a rubric; JSON {pass, score, reason}."""
-    return _simple(g, prompts.LLM_RUBRIC,
+    return one_call(g, LLM_RUBRIC,
                    {"output": pl.col("output"), "rubric": text_value(g, "rubric")},
-                   lambda _, text: replies.rubric(text, g.threshold))
+                   lambda _, text: rubric(text, g.threshold))
 
 
 @graded("model", Value.OPTIONAL, fields=("prompt",), required=("value|prompt",), threshold=0.8)
 def model(g: Graded) -> pl.DataFrame:
     """CheckLLM: a free-form judge prompt; the judge's score in [0, 1] must reach 0.8."""
-    return _simple(g, prompts.MODEL,
+    return one_call(g, MODEL,
                    {"output": pl.col("output"), "prompt": text_value(g, "prompt")},
-                   lambda _, text: replies.scored(text, g.threshold or 0.8))
-
-
-@graded("model-graded-closedqa")
-def closedqa(g: Graded) -> pl.DataFrame:
-    """The judge says whether the output meets a criterion; its reply ends with Y or N."""
-    return _simple(g, prompts.CLOSEDQA,
-                   {"input": pl.col("prompt"), "completion": pl.col("output"),
-                    "criteria": text_value(g)},
-                   lambda _, text: replies.closedqa(text),
-                   {"input": "the case's prompt (a `prompt` column or the test's prompt)"})
-
-
-@graded("factuality", aliases=("model-graded-factuality",), test_options=("factuality",))
-def factuality(g: Graded) -> pl.DataFrame:
-    """The judge compares the output with a reference answer: categories A-E."""
-    scores = g.options.get("factuality") or {}
-    return _simple(g, prompts.FACTUALITY,
-                   {"input": pl.col("prompt"), "ideal": text_value(g),
-                    "completion": pl.col("output")},
-                   lambda _, text: replies.factuality(text, scores),
-                   {"input": "the case's prompt (a `prompt` column or the test's prompt)"})
+                   lambda _, text: scored(text, g.threshold or 0.8))
 
 
 @graded("llm_judge", Value.NONE, fields=("criteria", "rubric", "min_score", "system_prompt",
@@ -82,66 +72,52 @@ def factuality(g: Graded) -> pl.DataFrame:
 def llm_judge(g: Graded) -> pl.DataFrame:
     """PromptKit: the judge scores the output against `criteria` (0-1), `min_score` decides."""
     min_score = g.spec.args.get("min_score", g.spec.threshold)
-    system = g.spec.args.get("system_prompt") or prompts.LLM_JUDGE_SYSTEM
-    template = prompts.render(prompts.LLM_JUDGE, {
+    system = g.spec.args.get("system_prompt") or LLM_JUDGE_SYSTEM
+    template = render(LLM_JUDGE, {
         "system_prompt": system, "criteria": "{{ criteria }}", "rubric": "{{ rubric }}",
         "output": "{{ output }}"})
-    return _simple(g, template,
+    return one_call(g, template,
                    {"output": pl.col("output"), "criteria": g.arg("criteria"),
                     "rubric": g.arg("rubric")},
-                   lambda _, text: replies.judged(text, min_score))
+                   lambda _, text: judged(text, min_score))
 
 
-@graded("g-eval", threshold=0.7)
-def g_eval(g: Graded) -> pl.DataFrame:
-    """G-Eval: the judge writes evaluation steps for the criteria, then scores 0-10."""
-    criteria = g.spec.value if isinstance(g.spec.value, list) else [g.spec.value]
-    custom = g.rubric_prompt if isinstance(g.rubric_prompt, dict) else {}
-    steps_prompt = prompts.from_rubric_prompt(custom["steps"]) if "steps" in custom \
-        else prompts.GEVAL_STEPS
-    eval_prompt = prompts.from_rubric_prompt(custom["evaluate"]) if "evaluate" in custom \
-        else prompts.GEVAL_EVALUATE
-
-    def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
-        step_replies = g.runner.run([g.chat(prompts.render(steps_prompt, {"criteria": str(c)}))
-                                     for c in criteria])
-        steps: dict[str, list[str] | str] = {}
-        for c in criteria:
-            reply = step_replies[g.chat(prompts.render(steps_prompt, {"criteria": str(c)})).hash]
-            why = replies.failure(reply)
-            try:
-                steps[str(c)] = why or replies.geval_steps(reply.text or "")
-            except replies.Unparsable as e:
-                g.unparsed(reply)
-                steps[str(c)] = str(e)
-        pairs = [{"item": i, "criteria": str(c)} for i in items for c in criteria]
-
-        def build(pair):
-            found = steps[pair["criteria"]]
-            if isinstance(found, str):
-                return found
-            return g.chat(prompts.render(eval_prompt, {
-                "criteria": pair["criteria"], "steps": "\n".join(f"- {s}" for s in found),
-                "input": pair["item"]["input"] or "", "output": pair["item"]["output"],
-                "maxScore": 10}))
-        results = g.judge(pairs, build, lambda _, text: (True, *replies.geval_score(text)))
-        out = []
-        for k in range(len(items)):
-            mine = results[k * len(criteria):(k + 1) * len(criteria)]
-            bad = next((r for r in mine if r[0] is None), None)
-            if bad:
-                out.append(bad)
-                continue
-            # past `bad`, every reply was read: geval_score gave each a score
-            score = sum(r[1] or 0.0 for r in mine) / len(mine)
-            out.append((score >= (g.threshold or 0.7), score,
-                        "; ".join(r[2] or "" for r in mine) or None))
-        return out
-
-    return g.each({"input": pl.col("prompt"), "output": pl.col("output")}, grade)
-
-
-# PromptKit's llm_judge, `type` + `params` (spec/promptkit.py translates)
+# PromptKit's llm_judge, `type` + `params` (suites/promptkit.py translates)
 promptkit_names("llm_judge", "llm_judge",
                 params={k: k for k in ("criteria", "rubric", "model", "system_prompt",
                                        "min_score", "extra")})
+
+
+def rubric(text: str, threshold: float | None) -> Outcome:
+    """llm-rubric: {pass, score, reason}. Needs pass or score; score must be in [0, 1]."""
+    obj = first_json_object(text)
+    given = obj.get("pass") is not None  # {"pass": null} is no pass, {"score": null} no score
+    if not given and obj.get("score") is None:
+        raise Unparsable(f"judge reply has neither pass nor score: {snippet(text)}")
+    score = unit_score(obj["score"]) if obj.get("score") is not None else None
+    passed = boolean(obj["pass"]) if given or score is None else score >= (threshold or 0.5)
+    if score is None:  # {"pass": true, "score": null} scores 0, as in promptfoo
+        score = 0.0 if "score" in obj else float(passed)
+    if threshold is not None and score < threshold:
+        return False, score, f"Score {score:g} below threshold {threshold:g}: {obj.get('reason')}"
+    return passed, score, reason_text(obj.get("reason"))
+
+def scored(text: str, threshold: float, reason_key: str = "reason") -> Outcome:
+    """model / llm_judge: {score, reason}; pass is score >= threshold."""
+    obj = first_json_object(text)
+    if "score" not in obj:
+        raise Unparsable(f"judge reply has no score: {snippet(text)}")
+    score = unit_score(obj["score"])
+    return score >= threshold, score, reason_text(obj.get(reason_key))
+
+def judged(text: str, min_score: float | None) -> Outcome:
+    """PromptKit llm_judge: {passed, score, reasoning}; min_score, when given, decides."""
+    obj = first_json_object(text)
+    if "score" not in obj:
+        raise Unparsable(f"judge reply has no score: {snippet(text)}")
+    score = unit_score(obj["score"])
+    if min_score is not None:
+        return score >= min_score, score, reason_text(obj.get("reasoning"))
+    if "passed" not in obj:
+        raise Unparsable(f"judge reply has no passed (and no min_score is set): {snippet(text)}")
+    return boolean(obj["passed"], "passed"), score, reason_text(obj.get("reasoning"))

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from ...spec import template
-from .._support import replies
-from .._support.grading import cosine, graded
-
-if TYPE_CHECKING:
-    from ...judge.grading import Graded
+from ...js import template
+from . import replies
+from .context import Graded
+from .shared import cosine, graded
 
 EPSILON = sys.float_info.epsilon  # promptfoo's Number.EPSILON on both sides of the threshold
 

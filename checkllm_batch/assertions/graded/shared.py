@@ -1,19 +1,19 @@
-"""What the model-graded types (graded/) share: their registration, the values a prompt is
-rendered with, the prompt a custom `rubricPrompt` replaces, and embedding cosine."""
+"""What the model-graded types share: their registration, one judge call per distinct input,
+the values a prompt is rendered with, the prompt a custom `rubricPrompt` replaces, and
+embedding cosine."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 import polars as pl
 
 from ..registry import Kind, Value, assertion
 from . import prompts
-
-if TYPE_CHECKING:
-    from ...judge.grading import Graded
+from .context import Graded
+from .replies import Outcome
 
 
 def graded(name: str, value: Value = Value.REQUIRED, *, fields: tuple[str, ...] = (),
@@ -27,6 +27,28 @@ def graded(name: str, value: Value = Value.REQUIRED, *, fields: tuple[str, ...] 
                      default_threshold=threshold, aliases=aliases, needs_text=False,
                      negatable=negatable, test_options=test_options, csv_threshold=csv_threshold,
                      prepare=prepare)
+
+
+def one_call(g: Graded, default: prompts.Messages, inputs: dict[str, pl.Expr],
+             parse: Callable[[dict[str, Any], str], Outcome],
+             required: dict[str, str] | None = None) -> pl.DataFrame:
+    """One judge call per distinct input; `required` maps an input to what is missing.
+    Prompts are rendered as Polars expressions over the distinct inputs where they can be."""
+    messages = messages_for(g, default)
+    rendered = prompts.to_exprs(messages, set(inputs))
+
+    def build(item: dict[str, Any]):
+        for name, what in (required or {}).items():
+            why = needs(item, name, what)
+            if why:
+                return why
+        if rendered is not None:
+            return g.chat([(role, item[f"__m{i}"]) for i, (role, _) in enumerate(messages)])
+        return g.chat(prompts.render(messages, render_values(dict(item))))
+
+    extra = {} if rendered is None else {f"__m{i}": e for i, e in enumerate(rendered)}
+    return g.each({**inputs, **with_vars(g)},
+                  lambda items: g.judge(items, build, parse), rendered=extra)
 
 
 def render_values(item: dict[str, Any]) -> dict[str, Any]:

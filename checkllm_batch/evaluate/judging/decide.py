@@ -1,16 +1,16 @@
 """After every batch: the types decided across the outputs of each test row (cases of one
 test with the same vars: several providers or prompts), over the stored cases that
-store/across.py reads back. Their results replace the pending ones."""
+store/across.py reads back (the graded ones through the run's hook). Their results replace the pending ones."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from ..assertions.graded import NO_JUDGE
-from ..assertions.registry import Kind
-from ..evaluate.outcome import judged_rows
-from ..evaluate.plan import Plan, Planned
+from ...assertions.graded import NO_JUDGE
+from ...assertions.registry import Kind
+from ..plan import Plan, Planned
 from .hook import JudgeHook
+from .rows import judged_rows
 
 
 def decide(plan: Plan, hook: JudgeHook, p: Planned, cases: pl.DataFrame,

@@ -19,7 +19,7 @@ import yaml
 from ..assertions.registry import REGISTRY, CsvValue, known_names
 from ..assertions.text import split_items
 from ..errors import ConfigError
-from .yaml12 import LineDict, checked_int, decode, load_yaml
+from ..js.yaml12 import LineDict, checked_int, decode, load_yaml
 
 # promptfoo's CSV default threshold for `classifier`, a promptfoo type we do not register (the
 # cell then fails at parse as one we cannot run); registered types declare theirs (csv_threshold)

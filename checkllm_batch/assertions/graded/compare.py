@@ -1,27 +1,35 @@
-"""Types decided across the outputs of one test row (several providers or prompts): the
-engine leaves their rows pending in each batch; after every batch judge/across.py reads the
+"""Types that compare the outputs of one test row (several providers or prompts): select-best
+(the judge picks one; its prompt and reply parser are here) and max-score. The engine leaves
+their rows pending in each batch; after every batch evaluate/judging/decide.py reads the
 stored cases and calls the type's function."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import re
+from typing import Any
 
-from ...spec.model import AssertionSpec
-from .._support import prompts, replies
-from .._support.grading import messages_for
+from ...suites.model import AssertionSpec
 from ..registry import Kind, Value, assertion
+from .context import Graded
+from .prompts import Messages, render
+from .replies import Outcome, Unparsable, snippet
+from .shared import messages_for
 
-if TYPE_CHECKING:
-    from ...judge.grading import Graded
+SELECT_BEST: Messages = [
+    ("system", "You are comparing multiple pieces of text to see which best fits the "
+     "following criteria: {{ criteria }}\n\nHere are the pieces of text:\n\n{{ outputs }}\n\n"
+     "Output the index of the text that best fits the criteria. You must output a single "
+     "integer."),
+]
 
 
 @assertion("select-best", kind=Kind.ACROSS, needs_text=False, negatable=False, uses_judge=True)
 def select_best(g: Graded, spec: AssertionSpec, groups: list[list[dict[str, Any]]]
-                ) -> list[replies.Outcome]:
+                ) -> list[Outcome]:
     """The judge picks the best output of the test for the criteria: it passes, others fail.
 
     One judge call per group of outputs (the cases of one test row); an outcome per case."""
-    messages = messages_for(g, prompts.SELECT_BEST)
+    messages = messages_for(g, SELECT_BEST)
     criteria = str(g.spec.value)
 
     def build(group: dict[str, Any]):
@@ -30,17 +38,17 @@ def select_best(g: Graded, spec: AssertionSpec, groups: list[list[dict[str, Any]
             return "select-best needs at least 2 outputs of the test"
         listed = "\n".join(f'<Text index="{i}">\n{c["output"] or ""}\n</Text>'
                            for i, c in enumerate(cases))
-        return g.chat(prompts.render(messages, {"criteria": criteria, "outputs": listed}))
+        return g.chat(render(messages, {"criteria": criteria, "outputs": listed}))
 
     wrapped = [{"cases": cases} for cases in groups]
-    out: list[replies.Outcome] = []
+    out: list[Outcome] = []
     for group, reply in zip(wrapped, g.ask(wrapped, build)):
         n = len(group["cases"])
 
-        def parse(text: str, n=n) -> replies.Outcome:
-            index = replies.first_digit(text)
+        def parse(text: str, n=n) -> Outcome:
+            index = first_digit(text)
             if index >= n:
-                raise replies.Unparsable(f"select-best index {index} out of range (0-{n - 1})")
+                raise Unparsable(f"select-best index {index} out of range (0-{n - 1})")
             return True, float(index), None
         winner = g.settle(reply, parse)
         for i in range(n):
@@ -57,14 +65,14 @@ def select_best(g: Graded, spec: AssertionSpec, groups: list[list[dict[str, Any]
 @assertion("max-score", kind=Kind.ACROSS, value=Value.OPTIONAL, needs_text=False,
            negatable=False)
 def max_score(g: Graded | None, spec: AssertionSpec, groups: list[list[dict[str, Any]]]
-              ) -> list[replies.Outcome]:
+              ) -> list[Outcome]:
     """The output with the highest (weighted) score of the test's other assertions passes.
 
     Per group: each case's aggregate of its other scores; the highest one wins."""
     options = spec.value if isinstance(spec.value, dict) else {}
     method, weights = options.get("method", "average"), options.get("weights") or {}
     threshold = options.get("threshold")
-    out: list[replies.Outcome] = []
+    out: list[Outcome] = []
     for cases in groups:
         if len(cases) < 2:
             why = "max-score needs at least 2 outputs of the test"
@@ -93,3 +101,9 @@ def max_score(g: Graded | None, spec: AssertionSpec, groups: list[list[dict[str,
                             else f"Max score {totals[best]:.4f} below threshold {threshold}"))
     return out
 
+
+def first_digit(text: str) -> int:
+    m = re.search(r"\d", text.strip())
+    if not m:
+        raise Unparsable(f"select-best reply has no index: {snippet(text)}")
+    return int(m.group(0))

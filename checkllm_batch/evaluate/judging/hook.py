@@ -2,7 +2,8 @@
 
 Per planned assertion it resolves the grading model and prompt (assertion > test options >
 suite `judge:`), grades the rows, and turns the outcomes into result rows by the rule every
-type shares (evaluate/outcome.py): a null output fails, negated or not.
+type shares (rows.py): a null output fails, negated or not. CheckLLM `cost` (cost.py) reads
+the cost of the batch's other graded assertions, graded here first.
 """
 
 from __future__ import annotations
@@ -11,17 +12,18 @@ from typing import Any
 
 import polars as pl
 
-from ..assertions.graded import NO_JUDGE
-from ..assertions.registry import Kind
-from ..evaluate.outcome import judged_rows
-from ..evaluate.plan import Plan, Planned
-from ..spec.judge import JudgeConfig
-from .grading import OUTCOME_SCHEMA, Graded
-from .runner import Runner
+from ...assertions.graded import NO_JUDGE
+from ...assertions.graded.context import OUTCOME_SCHEMA, Graded
+from ...assertions.registry import Kind
+from ...judge.protocol import JudgeRunner
+from ...suites.judge import JudgeConfig
+from ..plan import Plan, Planned
+from .cost import judge_cost
+from .rows import judged_rows
 
 
 class JudgeHook:
-    def __init__(self, plan: Plan, config: JudgeConfig, runner: Runner | None):
+    def __init__(self, plan: Plan, config: JudgeConfig, runner: JudgeRunner | None):
         self.plan, self.config, self.runner = plan, config, runner
         self.tests = {t.index: t for t in plan.suite.tests}
         self.case_cost: list[pl.DataFrame] = []  # (case_id, cost) of this batch's judge calls
@@ -49,9 +51,7 @@ class JudgeHook:
                 "case_id", "test_index", passed=pl.lit(None, pl.Boolean),
                 score=pl.lit(None, pl.Float64), reason=pl.lit(NO_JUDGE)))
         if p.kind is Kind.JUDGE_COST:
-            from .cost import judge_cost
-
-            return judge_cost(self, p, rows)
+            return judge_cost(p, rows, self._case_costs(rows))
         null_rows = rows.filter(pl.col("output_kind") == "null")
         grade_rows = rows.filter(pl.col("output_kind") != "null")
         parts = [null_rows.select("case_id", "test_index", passed=pl.lit(False),  # fails,
@@ -66,6 +66,16 @@ class JudgeHook:
             parts.append(outcomes)
         schema = pl.Schema({"test_index": pl.Int32, **OUTCOME_SCHEMA})
         return judged_rows(p, pl.concat([x.cast(schema) for x in parts], how="diagonal"))
+
+    def _case_costs(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """(case_id, cost) of this batch's judge calls, the other graded assertions graded
+        first (memoised: each is graded once a batch)."""
+        for q in self.plan.assertions:
+            if q.kind is Kind.JUDGE:
+                self(q, rows if q.tests is None else rows.filter(pl.col("test_index").is_in(q.tests)))
+        if not self.case_cost:
+            return pl.DataFrame(schema={"case_id": pl.Int64, "cost": pl.Float64})
+        return pl.concat(self.case_cost).group_by("case_id").agg(pl.col("cost").sum())
 
     def graded(self, p: Planned, rows: pl.DataFrame, model: str | None, rubric: Any,
                options: dict[str, Any]) -> Graded:

@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 import yaml
 
-from ...spec import yaml12
-from ...spec.jsvalue import as_double
+from . import yaml12
+from .jsvalue import as_double
 
 
 def _reject_constant(name: str) -> Any:

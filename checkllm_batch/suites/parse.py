@@ -10,11 +10,12 @@ from typing import Any
 
 from ..assertions.registry import Kind, Value, lookup
 from ..errors import ConfigError, Where, did_you_mean
-from . import promptkit, schema, template
+from ..js import template
+from ..js.yaml12 import load_yaml
+from . import promptkit, schema
 from .judge import JudgeConfig
 from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
 from .problems import validate
-from .yaml12 import load_yaml
 
 _CUSTOM = ("write the check as `python` (a Python expression or file://checks.py:fn) or "
            "`expression` (a DuckDB SQL / Polars expression over the case's columns)")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from ..assertions.registry import Kind
-from ..evaluate.plan import Plan
-from ..spec.judge import JudgeConfig
+from ...assertions.registry import Kind
+from ...judge.ledger import Ledger
+from ...judge.protocol import Judge
+from ...judge.runner import Runner
+from ...suites.judge import JudgeConfig
+from ..plan import Plan
 from .hook import JudgeHook
-from .ledger import Ledger
-from .protocol import Judge
-from .runner import Runner
 
 
 def open_hook(plan: Plan, con: duckdb.DuckDBPyConnection, run_id: str | None,
@@ -20,7 +20,7 @@ def open_hook(plan: Plan, con: duckdb.DuckDBPyConnection, run_id: str | None,
     if not config.enabled:
         return JudgeHook(plan, config, None)
     if judge is None and not dry_run:
-        from .openai_judge import OpenAIJudge
+        from ...judge.openai_judge import OpenAIJudge
 
         judge = OpenAIJudge(config)
     runner = Runner(config, judge, Ledger(con, run_id, config.mode), dry_run=dry_run,
@@ -39,6 +39,6 @@ def plan_calls(plan: Plan, cases: pl.DataFrame, hook: JudgeHook) -> None:
 
 
 def close_hook(hook: JudgeHook) -> None:
-    if hook.runner is not None:
+    if isinstance(hook.runner, Runner):
         hook.runner.close()
         hook.runner.ledger.con.close()

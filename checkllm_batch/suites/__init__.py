@@ -1,4 +1,4 @@
-"""Suites: YAML → frozen specs (`spec.parse.load_suite`)."""
+"""Suites: YAML → frozen specs (`suites.parse.load_suite`)."""
 
 from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
 

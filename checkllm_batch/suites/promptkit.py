@@ -17,8 +17,8 @@ from typing import Any
 
 from ..assertions.registry import PROMPTKIT, known_names
 from ..errors import did_you_mean
+from ..js.yaml12 import LineDict
 from .testfiles import PROMPTFOO_TYPES
-from .yaml12 import LineDict
 
 # PromptKit check -> (our type, {param or param alias: our field}, fixed fields), declared
 # beside each type (assertions/*.py, `promptkit_names`)

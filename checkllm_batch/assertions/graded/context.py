@@ -9,12 +9,11 @@ from typing import Any, Callable
 
 import polars as pl
 
-from ..assertions import Outcome, Unparsable, failure
-from ..spec import template
-from ..spec.judge import JudgeConfig
-from ..spec.model import AssertionSpec
-from .protocol import Reply, Request, chat, embedding
-from .runner import Runner
+from ...js import template
+from ...judge.protocol import JudgeRunner, Reply, Request, chat, embedding
+from ...suites.judge import JudgeConfig
+from ...suites.model import AssertionSpec
+from .replies import Outcome, Unparsable, failure
 
 OUTCOME_SCHEMA = {"passed": pl.Boolean, "score": pl.Float64, "reason": pl.String}
 Build = Callable[[dict[str, Any]], "Request | str"]  # a request, or why there is none
@@ -25,7 +24,7 @@ class Graded:
     spec: AssertionSpec
     rows: pl.DataFrame  # case_id, test_index, output, prompt, vars, var.<name>...
     threshold: float | None
-    runner: Runner
+    runner: JudgeRunner
     config: JudgeConfig
     model: str
     rubric_prompt: Any = None  # the user's override, if any

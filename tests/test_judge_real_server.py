@@ -26,7 +26,7 @@ from realserver import cases
 
 from checkllm_batch import api
 from checkllm_batch.cli import main
-from checkllm_batch.judge import JudgeConfig
+from checkllm_batch.suites.judge import JudgeConfig
 from checkllm_batch.judge.openai_judge import OpenAIJudge
 from checkllm_batch.judge.protocol import chat
 

@@ -69,6 +69,9 @@ def _one_line(message, category, filename, lineno, line=None) -> str:
               help="Judge calls in flight at most.")
 @click.option("--judge-rpm", type=float, help="Judge requests per minute at most.")
 @click.option("--judge-tpm", type=float, help="Judge tokens per minute at most.")
+@click.option("--judge-structured", is_flag=True, default=None, help="Ask the judge for "
+              "structured output (response_format json_schema, the shape each graded type "
+              "reads): for local and small models that do not follow 'reply with JSON'.")
 @click.option("--max-cost", type=float, help="Judge budget in USD: past it, no call is sent "
               "and the remaining graded assertions end as errors.")
 @click.option("--no-cache", is_flag=True, help="Send every judge call, none answered from "
@@ -93,8 +96,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
                  judge_model: str | None, judge_base_url: str | None,
                  judge_key_env: str | None, judge_mode: str | None,
                  judge_concurrency: int | None, judge_rpm: float | None,
-                 judge_tpm: float | None, max_cost: float | None, no_cache: bool,
-                 dry_run: bool, resume: str | None, engine: str, results: str | None,
+                 judge_tpm: float | None, judge_structured: bool | None,
+                 max_cost: float | None, no_cache: bool, dry_run: bool, resume: str | None, engine: str, results: str | None,
                  copy_outputs: bool) -> None:
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
@@ -109,7 +112,7 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
     judge_config = JudgeConfig.from_sources(
         spec.judge, model=judge_model, base_url=judge_base_url, api_key_env=judge_key_env,
         mode=judge_mode, concurrency=judge_concurrency, rpm=judge_rpm, tpm=judge_tpm,
-        max_cost=max_cost, cache=False if no_cache else None)
+        max_cost=max_cost, cache=False if no_cache else None, structured=judge_structured)
     filters = Filters(filter_pattern, filter_first_n, filter_sample)
     if engine == "ray" or results:
         run = eval_on_ray(spec, outputs, db=_db_given(db, results), results=results,
@@ -175,6 +178,11 @@ def _print_judge(run: api.Run) -> None:
         click.echo(f"judge: {calls} calls sent ({errors} failed, {unparsed} replies "
                    f"unreadable, {retries or 0} retries), {_cost_text(cost, unpriced, models)}; "
                    "other answers came from judge_calls")
+    refused = run.con.execute("SELECT any_value(error) FROM judge_calls WHERE run_id = ? AND "
+                              "error LIKE 'the endpoint rejected structured output%'",
+                              [run.run_id]).fetchall()[0][0]
+    if refused:
+        click.echo(f"judge: {refused}")
 
 
 def _cost_text(cost: float | None, unpriced: int, models: list[str] | None) -> str:
@@ -194,6 +202,10 @@ def _print_plan(stats, config) -> None:
     click.echo(f"judge {config.model} ({config.mode}): {stats.graded} graded assertions, "
                f"{stats.unique} unique requests, {stats.cached} already answered, "
                f"{stats.sent} to send ({stats.requested} before de-duplication)")
+    if stats.known_unreadable:
+        click.echo(f"{stats.known_unreadable} of those answered are replies found unreadable "
+                   "before, at temperature 0: not asked again (the same request gets the same "
+                   "reply; change the judge or its settings, or --no-cache, to ask)")
     cost = f"${stats.est_cost:.4f}" if config.price(config.model) is not None \
         else f"cost unknown (no price for {config.model}: judge: prices:)"
     click.echo(f"estimated: {stats.est_tokens} tokens, {cost} "

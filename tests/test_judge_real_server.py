@@ -26,9 +26,9 @@ from realserver import cases
 
 from checkllm_batch import api
 from checkllm_batch.cli import main
-from checkllm_batch.suites.judge import JudgeConfig
 from checkllm_batch.judge.openai_judge import OpenAIJudge
 from checkllm_batch.judge.protocol import chat
+from checkllm_batch.suites.judge import JudgeConfig
 
 KEY_ENV = "CHECKLLM_REAL_JUDGE_KEY"  # never set: a local server needs no key ("EMPTY")
 CONTEXT = "Paris is the capital of France. It lies on the Seine. Lyon is its third city."

@@ -43,11 +43,11 @@ FAITHFULNESS_NLI: Messages = [
 
 # the replies read, as JSON schemas (judge `structured: true`), each read as the free text it
 # stands for: one statement per line; the final verdict line
-STATEMENTS_SHAPE = Shape("statements", {"statements": list_of(STRING)},
+STATEMENTS_SHAPE = Shape("statements", {"statements": list_of(STRING, at_least=1)},
                          lambda obj: "\n".join(obj["statements"]))
 NLI_SHAPE = Shape(
     "verdicts", {"verdicts": list_of(record(statement=STRING, explanation=STRING,
-                                            verdict=one_of("Yes", "No")))},
+                                            verdict=one_of("Yes", "No")), at_least=1)},
     lambda obj: "Final verdict for each statement in order: "
     + " ".join(f"{v['verdict']}." for v in obj["verdicts"]))
 

@@ -32,7 +32,7 @@ GEVAL_EVALUATE: Messages = [
 ]
 
 # the replies read, as JSON schemas (judge `structured: true`), read as one line of JSON
-GEVAL_STEPS_SHAPE = Shape("evaluation_steps", {"steps": list_of(STRING)})
+GEVAL_STEPS_SHAPE = Shape("evaluation_steps", {"steps": list_of(STRING, at_least=1)})
 GEVAL_SCORE_SHAPE = Shape("geval_score", {"reason": STRING, "score": {
     "type": "integer", "minimum": 0, "maximum": 10}})
 

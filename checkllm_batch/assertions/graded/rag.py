@@ -54,7 +54,7 @@ ANSWER_RELEVANCE: Messages = [
 # the replies read, as JSON schemas (judge `structured: true`), each read as the free text
 # it stands for: classified lines, quoted sentences, the generated question
 CONTEXT_RECALL_SHAPE = Shape(
-    "attributions", {"sentences": list_of(record(sentence=STRING, attributed=BOOLEAN))},
+    "attributions", {"sentences": list_of(record(sentence=STRING, attributed=BOOLEAN), 1)},
     lambda obj: "\n".join(_classified(s) for s in obj["sentences"]))
 CONTEXT_RELEVANCE_SHAPE = Shape(
     "relevant_sentences", {"sentences": list_of(STRING)},

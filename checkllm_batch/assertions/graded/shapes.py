@@ -22,8 +22,8 @@ def one_of(*values: Any) -> dict[str, Any]:
     return {"enum": list(values)}
 
 
-def list_of(item: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "array", "items": item}
+def list_of(item: dict[str, Any], at_least: int = 0) -> dict[str, Any]:
+    return {"type": "array", "items": item, **({"minItems": at_least} if at_least else {})}
 
 
 def record(**properties: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ judged by SmolLM2-135M-Instruct through llama.cpp's llama-server (prepared by
 tests/realserver/prepare.py), with and without structured output.
 
 Prints, per setting: the share of graded results that are verdicts (pass or fail, not
-error), per type; chat calls and how many recorded the server's token usage; the wall time;
+error), per type; how often the chat types' verdicts are right (half the answers are); chat calls and how many recorded the server's token usage; the wall time;
 and what a second run over the same database sends (it should send nothing).
 
     .venv/bin/python benchmarks/judge_real_server.py [--cases 60] [--structured on|off|both]
@@ -48,12 +48,17 @@ def measure(url: str, n: int, structured: bool, tmp: Path) -> dict:
         "prompt_tokens > 0 AND completion_tokens > 0), count(*) FROM judge_calls "
         "WHERE run_id = ?", [run.run_id]).fetchone()
     errors = results.filter(pl.col("status") == "error")["reason"].head(5).to_list()
+    # even rows answer right, odd rows wrong: how often a verdict says so (chat types)
+    judged = results.filter(pl.col("type").is_in(["llm-rubric", "model-graded-closedqa",
+                                                  "factuality"]) & (pl.col("status") != "error"))
+    agree = judged.select(((pl.col("status") == "pass") == (pl.col("case_id") % 2 == 0))
+                          .mean()).item()
     rerun = api.evaluate(suite, cases.cases(n), db=db)
     again = rerun.con.execute("SELECT count(*) FROM judge_calls WHERE run_id = ?",
                               [rerun.run_id]).fetchone()[0]
     return {"verdicts": (results["status"] != "error").mean(), "per_type": per_type.rows(),
             "chat": chat, "with_usage": with_usage, "sent": sent, "elapsed": elapsed,
-            "rerun_sent": again, "errors": errors}
+            "rerun_sent": again, "errors": errors, "agree": agree}
 
 
 def main() -> None:
@@ -72,7 +77,8 @@ def main() -> None:
                 print(f"structured={structured}: {100 * found['verdicts']:.1f}% verdicts "
                       f"over {args.cases} cases x 5 types, {found['elapsed']:.1f}s; "
                       f"{found['sent']} calls, {found['with_usage']} of {found['chat']} chat "
-                      f"calls with usage; re-run sent {found['rerun_sent']}")
+                      f"calls with usage; re-run sent {found['rerun_sent']}; chat verdicts "
+                      f"right about the answer: {100 * (found['agree'] or 0):.0f}%")
                 for kind, share in found["per_type"]:
                     print(f"  {kind}: {100 * share:.0f}% verdicts")
                 for reason in found["errors"]:

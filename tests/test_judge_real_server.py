@@ -237,22 +237,22 @@ def test_every_graded_types_schema_is_accepted_by_the_server(tmp_path, tiny_serv
 
 
 def test_structured_smollm2_gives_verdicts_and_a_rerun_sends_nothing(tmp_path, smol_server):
-    """Issue 33's acceptance, on 12 cases x 5 types (benchmarks/judge_real_server.py runs
-    the 60 of the issue): with structured output SmolLM2 gives >= 95 % verdicts, every chat
+    """Issue 33's acceptance, on 8 cases x 5 types (benchmarks/judge_real_server.py runs
+    the 60 of the issue: 100 % verdicts there): with structured output SmolLM2 gives >= 95 % verdicts, every chat
     call records the server's token usage, and a re-run sends no request."""
     suite = cases.write(tmp_path / "suite.yaml")
     db = tmp_path / "r.duckdb"
     judge = config(smol_server, model="smollm2", embedding_model="smollm2", structured=True)
-    run = api.evaluate(suite, cases.cases(12), db=db, judge_config=judge)
+    run = api.evaluate(suite, cases.cases(8), db=db, judge_config=judge)
     results = run.assertion_results
-    assert results.height == 60
+    assert results.height == 40
     verdicts = (results["status"] != "error").mean()
     errors = results.filter(pl.col("status") == "error")["reason"].to_list()
     assert verdicts >= 0.95, errors
     chats = calls(run).filter(pl.col("kind") == "chat")
-    assert chats.height >= 48 and (chats["prompt_tokens"] > 0).all()
+    assert chats.height >= 32 and (chats["prompt_tokens"] > 0).all()
     assert (chats["completion_tokens"] > 0).all()
     run.con.close()
-    again = api.evaluate(suite, cases.cases(12), db=db, judge_config=judge)
+    again = api.evaluate(suite, cases.cases(8), db=db, judge_config=judge)
     assert calls(again).is_empty()
     assert again.assertion_results["status"].to_list() == results["status"].to_list()

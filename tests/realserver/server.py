@@ -15,6 +15,18 @@ from pathlib import Path
 READY_SECONDS = 60.0
 
 
+def _die_with_parent() -> None:
+    """In the child: killed when the process that started it dies (Linux), so a killed
+    test run leaves no server behind."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -22,7 +34,10 @@ def free_port() -> int:
 
 
 class LlamaServer:
-    """One llama-server process. `slots`: parallel sequences (-np); `threads`: CPU threads."""
+    """One llama-server process. `slots`: parallel sequences (-np); `threads`: CPU threads,
+    1 by default: on 2 cores shared with the test process (and other work), 2 threads that
+    spin-wait for each other took 2-25 s per 30-token reply, 1 thread 1.1-2.2 s (measured on
+    a loaded machine; idle, 2 threads are ~1.5x faster)."""
 
     def __init__(self, binary: Path, model: Path, *, slots: int = 4, threads: int = 1,
                  context: int = 8192, extra: tuple[str, ...] = ()):
@@ -43,7 +58,8 @@ class LlamaServer:
             cmd = [str(self.binary), "-m", str(self.model), "--host", "127.0.0.1",
                    "--port", str(self.port), *self.args]
             self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
+                                            stdin=subprocess.DEVNULL,
+                                            preexec_fn=_die_with_parent)
             if self._wait_ready():
                 return self
         raise RuntimeError(f"llama-server did not start; its log:\n{self.log_tail()}")

@@ -13,7 +13,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-STRING: dict[str, Any] = {"type": "string"}
+# A judge's text, bounded: a small model constrained to a schema can loop inside a string
+# until max_tokens (SmolLM2 through llama.cpp ran 300-1000 tokens into a `reason`), and a
+# cut reply is an error. `pattern` (not maxLength, which OpenAI's strict mode refuses) keeps
+# it to one line of at most 200 characters, no quote or backslash (no escapes to go wrong).
+STRING: dict[str, Any] = {"type": "string", "pattern": '^[^"\\\\\\n]{0,200}$'}
 BOOLEAN: dict[str, Any] = {"type": "boolean"}
 UNIT: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
 
@@ -22,8 +26,10 @@ def one_of(*values: Any) -> dict[str, Any]:
     return {"enum": list(values)}
 
 
-def list_of(item: dict[str, Any], at_least: int = 0) -> dict[str, Any]:
-    return {"type": "array", "items": item, **({"minItems": at_least} if at_least else {})}
+def list_of(item: dict[str, Any], at_least: int = 0, at_most: int = 20) -> dict[str, Any]:
+    """An array of `item`: bounded too (a list can loop like a string)."""
+    return {"type": "array", "items": item, "maxItems": at_most,
+            **({"minItems": at_least} if at_least else {})}
 
 
 def record(**properties: dict[str, Any]) -> dict[str, Any]:

@@ -8,9 +8,9 @@ share of the allowed rate, and the share of requests answered 429.
 
     .venv/bin/python benchmarks/judge_throughput.py [--calls 5000 --rpm 3000 --latency 0.1]
 
-`--real-server smollm2|tiny` measures against llama.cpp's llama-server instead (prepared by
-tests/realserver/prepare.py; `-np 4` slots, 2 threads): requests/s of the judge at
-concurrency 1, 4 and 8, and the share of the server's capacity it uses, the capacity being
+`--real-server smollm2|tiny` measures against llama.cpp's llama-server instead (prepared
+by tests/realserver/prepare.py; `-np 4` slots, `--threads` 1 by default): requests/s of the
+judge at concurrency 1, 4 and 8, and the share of the server's capacity it uses, the capacity being
 what a plain load of the same kind of requests (the official `openai` client, as many
 threads as the concurrency, no pipeline) achieves on the same server.
 
@@ -51,10 +51,12 @@ def main() -> None:
     parser.add_argument("--hide-limits", action="store_true",
                         help="the server sends no x-ratelimit-* headers: only 429s teach")
     parser.add_argument("--real-server", choices=("smollm2", "tiny"), default=None)
+    parser.add_argument("--threads", type=int, default=1, help="llama-server -t")
     args = parser.parse_args()
     os.environ.setdefault("BENCH_JUDGE_KEY", "sk-bench")
     if args.real_server:
-        return real_server(args.real_server, args.calls if args.calls != 5000 else 48)
+        return real_server(args.real_server, args.calls if args.calls != 5000 else 48,
+                           args.threads)
     server = JudgeServer(rpm=args.rpm, latency=args.latency,
                          announce=not args.hide_limits).start()
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,24 +116,27 @@ def plain_load(url: str, bodies: list[dict], concurrency: int) -> float:
 
     import openai
 
-    client = openai.OpenAI(base_url=url, api_key="EMPTY", max_retries=0)
+    client = openai.OpenAI(base_url=url, api_key="EMPTY", max_retries=0, timeout=600.0)
     start = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(lambda body: client.chat.completions.create(**body), bodies))
     return len(bodies) / (time.perf_counter() - start)
 
 
-def judge_load(url: str, n: int, concurrency: int, tag: str) -> tuple[float, float, int]:
+def judge_config(url: str, concurrency: int) -> JudgeConfig:
+    return JudgeConfig(model="local", base_url=url, api_key_env="BENCH_NO_KEY",
+                       concurrency=concurrency, max_tokens=256, timeout=600.0)
+
+
+def judge_load(url: str, outputs: pl.DataFrame, concurrency: int) -> tuple[float, float, int]:
     """(requests/s from the run's start, requests/s from first to last answer, errors) of
-    the judge grading n distinct llm-rubric assertions at `concurrency`."""
+    the judge grading these outputs' llm-rubric assertions at `concurrency`."""
     with tempfile.TemporaryDirectory() as tmp:
         suite = Path(tmp) / "suite.yaml"
         suite.write_text(SUITE)
-        config = JudgeConfig(model="local", base_url=url, api_key_env="BENCH_NO_KEY",
-                             concurrency=concurrency, max_tokens=256)
         start = time.perf_counter()
-        run = api.evaluate(suite, _outputs(n, tag), db=Path(tmp) / "r.duckdb",
-                           judge_config=config)
+        run = api.evaluate(suite, outputs, db=Path(tmp) / "r.duckdb",
+                           judge_config=judge_config(url, concurrency))
         elapsed = time.perf_counter() - start
         first, last, sent, failed = run.con.execute(
             "SELECT min(created_at), max(created_at), count(*), count(*) FILTER "
@@ -140,26 +145,32 @@ def judge_load(url: str, n: int, concurrency: int, tag: str) -> tuple[float, flo
     return sent / elapsed, (sent - 1) / max(window, 1e-9), failed
 
 
-def real_server(model: str, n: int) -> None:
+def real_server(model: str, n: int, threads: int) -> None:
+    """Per concurrency, the same requests twice, each on a freshly started server (no
+    prompt cache shared): the plain load's, then the judge's."""
     path = prepare.smollm2_path() if model == "smollm2" else prepare.ensure_tiny_model()
-    server = LlamaServer(prepare.server_path(), path).start()
-    try:
-        print(f"llama-server {prepare.LLAMA_CPP_PYTHON} + {path.name}, -np 4 -t 2, "
-              f"{n} distinct llm-rubric requests per measurement")
-        print("concurrency | plain openai client req/s | judge req/s (whole run) | "
-              "judge req/s (first to last answer) | share of capacity | errors")
-        for concurrency in (1, 4, 8):
-            recorder = Recorder()
-            with tempfile.TemporaryDirectory() as tmp:
-                (Path(tmp) / "s.yaml").write_text(SUITE)
-                api.evaluate(Path(tmp) / "s.yaml", _outputs(n, f"plain{concurrency}"),
-                             judge_config=JudgeConfig(model="local"), judge=recorder)
+    print(f"llama-server {prepare.LLAMA_CPP_PYTHON} + {path.name}, -np 4 -t {threads}, "
+          f"{n} distinct llm-rubric requests per measurement")
+    print("concurrency | plain openai client req/s | judge req/s (whole run) | "
+          "judge req/s (first to last answer) | share of capacity | errors")
+    for concurrency in (1, 4, 8):
+        outputs, recorder = _outputs(n, f"c{concurrency}"), Recorder()
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "s.yaml").write_text(SUITE)
+            api.evaluate(Path(tmp) / "s.yaml", outputs, judge=recorder,
+                         judge_config=judge_config("http://unused", concurrency))
+        server = LlamaServer(prepare.server_path(), path, threads=threads).start()
+        try:
             plain = plain_load(server.url, recorder.bodies, concurrency)
-            whole, window, failed = judge_load(server.url, n, concurrency, f"judge{concurrency}")
-            print(f"{concurrency} | {plain:.1f} | {whole:.1f} | {window:.1f} | "
-                  f"{100 * window / plain:.0f}% | {failed}")
-    finally:
-        server.close()
+        finally:
+            server.close()
+        server = LlamaServer(prepare.server_path(), path, threads=threads).start()
+        try:
+            whole, window, failed = judge_load(server.url, outputs, concurrency)
+        finally:
+            server.close()
+        print(f"{concurrency} | {plain:.1f} | {whole:.1f} | {window:.1f} | "
+              f"{100 * window / plain:.0f}% | {failed}")
 
 
 if __name__ == "__main__":

@@ -21,12 +21,12 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from checkllm_batch.assertions._support import markup, meteor, sql
-from checkllm_batch.assertions._support import openaitools as tools
+from checkllm_batch.assertions.parsers import markup, meteor, sql
+from checkllm_batch.assertions.parsers import openaitools as tools
+from checkllm_batch.assertions.reading import load_suite
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
-from checkllm_batch.suites.parse import load_suite
 
 WORDS = ("the cat sat on mat dog ran fast quick brown fox jumps over lazy river bank money "
          "answer question paris france capital city model output data table users orders").split()

@@ -24,11 +24,11 @@ import polars as pl
 import yaml
 from full_vocabulary import frame
 
-from checkllm_batch.assertions._support import values
+from checkllm_batch.assertions.batch import values
+from checkllm_batch.assertions.reading import load_suite
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
-from checkllm_batch.suites.parse import load_suite
 
 Values = Callable[[list[str], random.Random], list]  # outputs -> one value per row
 

@@ -11,12 +11,13 @@ import duckdb
 import polars as pl
 
 from . import api
-from .analysis.commands import compare_command, export_command, report_command
+from .analysis.commands import compare_command, export_command, power_command, report_command
 from .analysis.results import warn_changed_sources
 from .cli_eval import (
     check_output_flag,
     eval_on_ray,
     filtered,
+    jurors_given,
     suite_path,
     warn_without_judge,
     write_output,
@@ -58,8 +59,15 @@ def _one_line(message, category, filename, lineno, line=None) -> str:
 @click.option("--progress/--no-progress", default=True, help="Progress bar (only on a terminal).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="How to print the summary: tables, or JSON / CSV for scripts.")
-@click.option("--judge-model", help="Chat model grading model-graded assertions "
-              "(overrides the suite's judge: model).")
+@click.option("--judge-model", "judge_model", multiple=True, help="Chat model grading "
+              "model-graded assertions (overrides the suite's judge: model); repeated, a jury.")
+@click.option("--judge-models", metavar="A,B,C", help="A jury: chat models, comma-separated, "
+              "each grading every request (overrides the suite's judge: models).")
+@click.option("--judge-vote", metavar="VOTE", help="How a jury's verdicts make one: majority "
+              "(default), all, any, or mean (mean score against the threshold).")
+@click.option("--judge-repeat", type=click.IntRange(min=1), metavar="N",
+              help="Grade each request N times (at the judge's temperature): majority verdict, "
+                   "mean score.")
 @click.option("--judge-base-url", help="OpenAI-compatible endpoint of the judge.")
 @click.option("--judge-key-env", help="Environment variable holding the judge's API key "
               "(default OPENAI_API_KEY).")
@@ -93,7 +101,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
                  output_path: str | None, db: str, batch_rows: int,
                  filter_pattern: str | None, filter_first_n: int | None,
                  filter_sample: int | None, progress: bool, fmt: str,
-                 judge_model: str | None, judge_base_url: str | None,
+                 judge_model: tuple[str, ...], judge_models: str | None,
+                 judge_vote: str | None, judge_repeat: int | None, judge_base_url: str | None,
                  judge_key_env: str | None, judge_mode: str | None,
                  judge_concurrency: int | None, judge_rpm: float | None,
                  judge_tpm: float | None, judge_structured: bool | None,
@@ -102,15 +111,17 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
     Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
+    from .assertions.reading import load_suite
     from .load.filters import Filters
     from .suites.judge import JudgeConfig
-    from .suites.parse import load_suite
 
     spec = load_suite(suite_path(suite, config_path))
     check_output_flag(spec, outputs, output_path)
     api.check_apart(outputs, db)
+    model, models = jurors_given(judge_model, judge_models)
     judge_config = JudgeConfig.from_sources(
-        spec.judge, model=judge_model, base_url=judge_base_url, api_key_env=judge_key_env,
+        spec.judge, model=model, models=models, vote=judge_vote, repeat=judge_repeat,
+        base_url=judge_base_url, api_key_env=judge_key_env,
         mode=judge_mode, concurrency=judge_concurrency, rpm=judge_rpm, tpm=judge_tpm,
         max_cost=max_cost, cache=False if no_cache else None, structured=judge_structured)
     filters = Filters(filter_pattern, filter_first_n, filter_sample)
@@ -199,15 +210,20 @@ def _print_plan(stats, config) -> None:
     if stats is None:
         click.echo("no judge configured: no judge call planned (set --judge-model or judge:)")
         return
-    click.echo(f"judge {config.model} ({config.mode}): {stats.graded} graded assertions, "
-               f"{stats.unique} unique requests, {stats.cached} already answered, "
+    click.echo(f"judge {', '.join(config.jurors)} ({config.mode}): {stats.graded} graded "
+               f"assertions, {stats.unique} unique requests, {stats.cached} already answered, "
                f"{stats.sent} to send ({stats.requested} before de-duplication)")
     if stats.known_unreadable:
         click.echo(f"{stats.known_unreadable} of those answered are replies found unreadable "
                    "before, at temperature 0: not asked again (the same request gets the same "
                    "reply; change the judge or its settings, or --no-cache, to ask)")
-    cost = f"${stats.est_cost:.4f}" if config.price(config.model) is not None \
-        else f"cost unknown (no price for {config.model}: judge: prices:)"
+    if len(config.jurors) > 1 or config.repeat > 1:  # each grading is its own request
+        click.echo(f"jury: {len(config.jurors)} juror(s) x {config.repeat} repeat(s) = "
+                   f"{len(config.jurors) * config.repeat} gradings of each graded assertion "
+                   f"(vote: {config.vote}), all counted in the requests above")
+    unpriced = [m for m in config.jurors if config.price(m) is None]
+    cost = f"${stats.est_cost:.4f}" if not unpriced \
+        else f"cost unknown (no price for {', '.join(unpriced)}: judge: prices:)"
     click.echo(f"estimated: {stats.est_tokens} tokens, {cost} "
                "(prompt ~4 chars/token + max_tokens per reply; multi-step types such as "
                "g-eval, context-faithfulness and answer-relevance add follow-up calls)")
@@ -228,9 +244,11 @@ def metrics(db: str, run_id: str | None, fmt: str) -> None:
 
         if partial:  # beside the rows a script reads: a partial run is said, not implied
             click.echo(f"run {run.run_id}{partial}", err=True)
+        results = Results(run.con)
         emit({"run_id": run.run_id, "status": run.status, "summary": run.summary(),
-              "named_metrics": run.named_metrics, "derived_metrics": run.derived_metrics},
-             fmt, table=Results(run.con).metrics(run.run_id))
+              "named_metrics": run.named_metrics, "derived_metrics": run.derived_metrics,
+              "intervals": results.intervals(run.run_id)},
+             fmt, table=results.metrics(run.run_id))
         return
     click.echo(f"run {run.run_id}" + (" (the last finished run)" if run_id is None else "")
                + partial)
@@ -289,16 +307,29 @@ def _partial(run: api.Run) -> str:
 
 
 def _print_metrics(run: api.Run) -> None:
+    from .analysis.intervals import run_intervals
+
     named, derived = run.named_metrics, run.derived_metrics
+    if not (named.height or derived.height):
+        return
+    bounds = run_intervals(run.con, run.run_id)  # on demand: the run stored none
+    joined = ("LEFT JOIN bounds b ON b.kind = '{kind}' AND b.metric = m.{name} AND "
+              "b.provider IS NOT DISTINCT FROM m.provider AND b.prompt IS NOT DISTINCT FROM "
+              "m.prompt")
+    interval = "round(b.value_low, 4) AS low, round(b.value_high, 4) AS high"
     if named.height:
-        click.echo("named metrics (sum / weight = mean):")
-        show("SELECT provider, prompt, metric, sum, weight, count, "
-             "round(sum / nullif(weight, 0), 4) AS mean FROM named ORDER BY ALL", named=named)
+        click.echo("named metrics (sum / weight = mean; low, high: its 95 % bootstrap "
+                   "interval):")
+        show(f"SELECT m.provider, m.prompt, m.metric, sum, weight, count, "
+             f"round(sum / nullif(weight, 0), 4) AS mean, {interval} FROM named m "
+             f"{joined.format(kind='named', name='metric')} ORDER BY ALL",
+             named=named, bounds=bounds)
     if derived.height:
-        click.echo("derived metrics:")
-        show("SELECT provider, prompt, name, round(value, 4) AS value FROM derived "
-             "ORDER BY provider NULLS FIRST, prompt", derived=derived)
+        click.echo("derived metrics (low, high: 95 % bootstrap interval):")
+        show(f"SELECT m.provider, m.prompt, m.name, round(m.value, 4) AS value, {interval} "
+             f"FROM derived m {joined.format(kind='derived', name='name')} "
+             "ORDER BY m.provider NULLS FIRST, m.prompt", derived=derived, bounds=bounds)
 
 
-for _command in (compare_command, export_command, report_command):
+for _command in (compare_command, export_command, power_command, report_command):
     main.add_command(_command)

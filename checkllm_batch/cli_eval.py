@@ -72,6 +72,7 @@ def filtered(spec, outputs: str | None, filters, batch_rows: int):
     if not filters:
         return outputs
     from .load.filters import apply
+    from .load.frames import ReadBatches
     from .load.outputs import read_batches
 
     batches = (read_batches(outputs, batch_rows) if outputs is not None
@@ -80,7 +81,20 @@ def filtered(spec, outputs: str | None, filters, batch_rows: int):
     if table.num_rows == 0:
         raise UserError(f"the filters {filters.record()} keep no case")
     # batches our readers made (with their output_kind): not a user's table to check again
-    return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    return ReadBatches(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+
+
+def jurors_given(judge_model: tuple[str, ...], judge_models: str | None
+                 ) -> tuple[str | None, list[str] | None]:
+    """(model, models) from the options: one --judge-model is a model; repeated, or
+    --judge-models A,B,C, a jury (either replaces the suite's model or jury)."""
+    if judge_model and judge_models is not None:
+        raise UserError("give --judge-model (repeated for a jury) or --judge-models, not both")
+    if judge_models is not None:
+        return None, [m.strip() for m in judge_models.split(",") if m.strip()]
+    if len(judge_model) > 1:
+        return None, list(judge_model)
+    return (judge_model[0] if judge_model else None), None
 
 
 def warn_without_judge(spec, judge_config) -> None:

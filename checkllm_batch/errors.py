@@ -8,17 +8,21 @@ from typing import Iterable
 
 @dataclass(frozen=True)
 class Where:
-    """The place a problem comes from: file, line, test, assertion."""
+    """The place a problem comes from: file, line, test, assertion. A suite given as a mapping
+    has no lines: its places are key paths (`<suite>: tests[2].assert[0]`)."""
 
     file: str | None = None
     line: int | None = None
     test: str | None = None
     assertion: str | None = None
+    key: str | None = None  # the key path in a suite given as a mapping
 
     def __str__(self) -> str:
         place = self.file or "<suite>"
         if self.line is not None:
             place += f":{self.line}"
+        if self.key:
+            place += f": {self.key}"
         parts = [place]
         if self.test:
             parts.append(self.test)
@@ -27,16 +31,29 @@ class Where:
         return ", ".join(parts)
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong, and where (None: an option, not a place in a suite); printed as
+    "<where>: <message>"."""
+
+    where: Where | None
+    message: str
+
+    def __str__(self) -> str:
+        return self.message if self.where is None else f"{self.where}: {self.message}"
+
+
 class CheckLLMError(Exception):
     """Base class of every error the library raises on purpose."""
 
 
 class ConfigError(CheckLLMError):
-    """A suite (or option) is invalid. Carries every problem found, not only the first."""
+    """A suite (or option) is invalid. Carries every problem found, not only the first, as
+    records until printed (one line each); a plain string is a problem with no place."""
 
-    def __init__(self, problems: Iterable[str]):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
+    def __init__(self, problems: Iterable[Problem | str]):
+        self.problems = [p if isinstance(p, Problem) else Problem(None, p) for p in problems]
+        super().__init__("\n".join(map(str, self.problems)))
 
 
 class InputError(CheckLLMError):

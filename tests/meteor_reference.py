@@ -1,11 +1,11 @@
 """promptfoo's METEOR as its source reads, one pair at a time (greedy alignment loops):
-the test oracle for the package's join-based implementation (assertions/_support/meteor.py)."""
+the test oracle for the package's join-based implementation (assertions/parsers/meteor.py)."""
 
 from __future__ import annotations
 
 import re
 
-from checkllm_batch.assertions._support.meteor import stem, synonyms
+from checkllm_batch.assertions.parsers.meteor import stem, synonyms
 
 
 def _match(cand: list[tuple[int, str]], ref: list[tuple[int, str]], same) -> tuple[list, list, list]:

@@ -81,10 +81,10 @@ def test_a_stored_batch_is_let_go_while_the_next_is_evaluated(tmp_path, monkeypa
     import time
     import weakref
 
-    from checkllm_batch import api
+    from checkllm_batch.run import batches
 
     held: list[list[weakref.ref]] = []
-    real = api.evaluate_batch
+    real = batches.evaluate_batch
 
     def evaluate_batch(plan, cases, judge=None):
         if held:  # the previous batch's frames: gone once the writer is done with them
@@ -97,7 +97,7 @@ def test_a_stored_batch_is_let_go_while_the_next_is_evaluated(tmp_path, monkeypa
         held.append([weakref.ref(cases), weakref.ref(results), weakref.ref(tests)])
         return results, tests
 
-    monkeypatch.setattr(api, "evaluate_batch", evaluate_batch)
+    monkeypatch.setattr(batches, "evaluate_batch", evaluate_batch)
     suite = write_suite(tmp_path, {"tests": [{"assert": [
         {"type": "equals", "value": "{{expected}}"}, {"type": "contains", "value": "a"}]}]})
     outputs = pl.DataFrame({"output": [f"a{i}" for i in range(3000)],

@@ -1,4 +1,4 @@
-"""The CSV `__expected` convention (promptfoo §7.5): prefixes, CSV default thresholds, trimming."""
+"""The CSV `__expected` convention (promptfoo's assertionFromString, src/assertions/index.ts): prefixes, CSV default thresholds, trimming."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import pytest
 from helpers_custom import write_suite
 
 import checkllm_batch as cb
-from checkllm_batch.suites.testfiles import assertion_from_string, read_test_file
+from checkllm_batch.assertions.reading import read_test_file
+from checkllm_batch.assertions.reading.cells import assertion_from_string
 
-# (trimmed cell, assertion) — promptfoo's assertionFromString, §7.5 steps 1-5
+# (trimmed cell, assertion) — promptfoo's assertionFromString: prefixes, then `[not-]type[(N)][:value]`
 CELLS = [
     ("javascript: output.length > 3", {"type": "javascript", "value": "output.length > 3"}),
     ("fn:output === 'x'", {"type": "javascript", "value": "output === 'x'"}),
@@ -122,7 +123,7 @@ def test_same_verdicts_as_promptfoo_0_123_1(tmp_path):
 
 
 # (cell naming a promptfoo type we do not register, the parse error) — such a type declares no
-# CSV rule (suites/testfiles.py reads the rules from the registry): the suite fails to load anyway
+# CSV rule (assertions/reading/cells.py reads the rules from the registry): the suite fails to load anyway
 UNREGISTERED_CELLS = [
     ("classifier:positive", '"classifier" cannot run here'),
     ("not-classifier(0.5):négatif ✓", '"classifier" cannot run here'),
@@ -150,8 +151,8 @@ def test_a_cell_naming_a_type_we_do_not_register_fails_to_load(tmp_path, cell, m
 
 
 def test_the_table_names_every_promptfoo_type_we_do_not_register():
+    from checkllm_batch.assertions.reading.cells import PROMPTFOO_TYPES
     from checkllm_batch.assertions.registry import known_names
-    from checkllm_batch.suites.testfiles import PROMPTFOO_TYPES
 
     named = {message.split('"')[1] for _, message in UNREGISTERED_CELLS}
     assert named == set(PROMPTFOO_TYPES) - set(known_names())

@@ -1,11 +1,11 @@
-"""`python`: inline expressions, file functions, batch functions; promptfoo §5.17 normalisation."""
+"""`python`: inline expressions, file functions, batch functions; promptfoo's result normalisation."""
 
 from __future__ import annotations
 
 import pytest
 from helpers_custom import parse_problems, results, run
 
-from checkllm_batch.assertions._support.scripts import ScriptError, normalise
+from checkllm_batch.assertions.custom.scripts import ScriptError, normalise
 
 # (returned value, threshold, expected pass, expected score, reason fragment or None),
 # as promptfoo 0.123.1 answers (tests/promptfoo_kit/unit-python.jsonl)
@@ -239,7 +239,7 @@ def test_row_function_runs_once_per_distinct_case(tmp_path):
     (tmp_path / "checks.py").write_text(CHECKS)
     rows = [{"output": "same"}] * 50 + [{"output": "other"}] * 50
     run(tmp_path, [{"type": "python", "value": "file://checks.py:counted"}], rows)
-    from checkllm_batch.assertions._support.scripts import _MODULES
+    from checkllm_batch.assertions.custom.scripts import _MODULES
     module = [m for m in _MODULES.values() if hasattr(m, "counted")][-1]
     assert sorted(module.calls) == ["other", "same"]
 
@@ -268,7 +268,7 @@ def test_javascript_is_a_parse_error_pointing_to_python_and_expression(tmp_path)
 
 
 def test_named_scores_of_a_grading_result_feed_named_metrics(tmp_path):
-    """promptfoo §10.2: each entry k of a script's `namedScores` adds score_k·w and w to
+    """promptfoo's named scores: each entry k of a script's `namedScores` adds score_k·w and w to
     metric k (not to the assertion's own metric); across cases they are summed."""
     import polars as pl
 

@@ -1,4 +1,4 @@
-"""levenshtein (promptfoo §5.5: UTF-16 code units, default threshold 5) and CheckLLM similarity."""
+"""levenshtein (promptfoo's assertions/levenshtein.ts: UTF-16 code units, default threshold 5) and CheckLLM similarity."""
 
 import pytest
 

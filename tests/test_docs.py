@@ -60,3 +60,30 @@ def test_no_type_has_a_section_on_another_page():
                  for name in re.findall(r"^## (\S+)\s*$", page.read_text(encoding="utf-8"), re.M)
                  if name in REGISTRY and _page_of(REGISTRY[name].fn.__module__) != page.stem]
     assert not misplaced, misplaced
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+PACKAGE = ROOT / "checkllm_batch"
+
+
+def _folder_lines() -> set[str]:
+    """The folders docs/architecture.md gives a line: `- `name/` — ...` under ## Folders."""
+    section = ARCHITECTURE.read_text(encoding="utf-8").split("\n## Folders", 1)[1]
+    return set(re.findall(r"^- `([\w/]+)/` ", section.split("\n## ", 1)[0], re.M))
+
+
+def _package_folders() -> set[str]:
+    return {p.parent.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("__init__.py")
+            if p.parent != PACKAGE}
+
+
+def test_every_package_folder_has_a_line_in_the_architecture():
+    missing = sorted(_package_folders() - _folder_lines())
+    assert not missing, ("docs/architecture.md (## Folders) has no line for: "
+                         + ", ".join(f"checkllm_batch/{m}/" for m in missing)
+                         + "; add one per folder: - `name/` — what it holds")
+
+
+def test_every_architecture_line_names_a_package_folder():
+    stale = sorted(_folder_lines() - _package_folders())
+    assert not stale, f"docs/architecture.md names folders that do not exist: {stale}"

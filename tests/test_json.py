@@ -1,4 +1,4 @@
-"""is-json and contains-json (promptfoo §5.1, §5.2): strict parse, extraction, JSON Schema."""
+"""is-json and contains-json (promptfoo's assertions/json.ts): strict parse, extraction, JSON Schema."""
 
 import pytest
 
@@ -90,7 +90,7 @@ SPANS = [
 def test_brace_span_matches_character_count(monkeypatch, text, limit):
     """The span contains-json parses from each `{`: same end and depth as counting each
     character, also when the span is cut at MAX_SPAN characters."""
-    from checkllm_batch.assertions._support import jsontext
+    from checkllm_batch.js import jsontext
 
     monkeypatch.setattr(jsontext, "MAX_SPAN", limit)
     for start in (i for i, ch in enumerate(text) if ch == "{"):

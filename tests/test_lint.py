@@ -65,6 +65,7 @@ def private_imports(source: str) -> list[str]:
     ("from .text import _items", ["_items"]),
     ("from checkllm_batch.assertions.overlap import _references", ["_references"]),
     ("from ._support.grading import messages_for", []),
+    ("from .batch.distinct import Outcome", []),
     ("from __future__ import annotations", []),
 ])
 def test_the_guard_finds_private_imports(source, found):
@@ -80,19 +81,27 @@ def test_assertion_modules_share_only_public_names():
     assert not offenders, offenders
 
 
+# the assertions' own helper packages: how a check runs over a batch, and what it parses with
+ASSERTION_HELPERS = ("assertions.batch", "assertions.parsers")
+
+
 def private_modules(source: str) -> list[str]:
     """The package's private modules (a path part with a leading underscore, e.g.
-    `assertions._support`) that `source` imports from."""
+    `assertions._support`, or one of the assertions' helper packages) that `source` imports
+    from."""
     return [node.module or "" for node in ast.walk(ast.parse(source))
             if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
                 "checkllm_batch"))
-            and any(part.startswith("_") and part != "__future__"
-                    for part in (node.module or "").split("."))]
+            and (any(part.startswith("_") and part != "__future__"
+                     for part in (node.module or "").split("."))
+                 or any(f"{h}." in f"{node.module}." for h in ASSERTION_HELPERS))]
 
 
 @pytest.mark.parametrize("source,found", [
     ("from ..assertions._support.values import RowValues", ["assertions._support.values"]),
     ("from .assertions._support import pool", ["assertions._support"]),
+    ("from ..assertions.batch.values import RowValues", ["assertions.batch.values"]),
+    ("from .assertions.parsers import sql", ["assertions.parsers"]),
     ("from ..assertions import RowValues, pool", []),
     ("from __future__ import annotations", []),
 ])
@@ -101,8 +110,8 @@ def test_the_guard_finds_private_modules(source, found):
 
 
 def test_assertion_helpers_stay_inside_assertions():
-    """assertions/_support is the assertions' private subpackage: the rest of the pipeline
-    uses what `checkllm_batch.assertions` exports."""
+    """assertions/_support, batch/ and parsers/ are the assertions' own: the rest of the
+    pipeline uses what `checkllm_batch.assertions` exports."""
     package = ROOT / "checkllm_batch"
     offenders = [f"{path.relative_to(ROOT)}: {', '.join(names)}"
                  for path in sorted(package.rglob("*.py"))

@@ -6,7 +6,7 @@ import pytest
 from conftest import write_suite
 
 import checkllm_batch as cb
-from checkllm_batch.errors import ConfigError, Where
+from checkllm_batch.errors import ConfigError, Problem, Where
 from checkllm_batch.suites import schema
 from checkllm_batch.suites.judge import JudgeConfig
 from checkllm_batch.suites.problems import validate
@@ -138,7 +138,7 @@ def test_file_values_load_relative_to_the_suite(tmp_path):
 
 
 CSV = [
-    # (cell, parsed assertion) — promptfoo §7.5
+    # (cell, parsed assertion) — promptfoo's assertionFromString
     ("Paris", {"type": "equals", "value": "Paris"}),
     ("contains: Paris", {"type": "contains", "value": "Paris"}),
     ("not-icontains:error", {"type": "not-icontains", "value": "error"}),
@@ -155,7 +155,7 @@ CSV = [
 
 @pytest.mark.parametrize("cell,expected", CSV)
 def test_csv_expected_cells(cell, expected):
-    from checkllm_batch.suites.testfiles import assertion_from_string
+    from checkllm_batch.assertions.reading.cells import assertion_from_string
 
     got = assertion_from_string(cell)
     if expected["type"] == "similar" and got["type"] != "similar":
@@ -196,5 +196,6 @@ TOP_LEVEL = [  # (a model, a value that breaks it as a whole: the error's locati
 
 @pytest.mark.parametrize("model,raw,said", TOP_LEVEL)
 def test_an_error_on_the_whole_value_is_one_line(model, raw, said):
-    assert validate(model, raw, Where("f.yaml", 3, "test 1")) == [
-        f"f.yaml:3, test 1: the value {said}"]
+    found = validate(model, raw, Where("f.yaml", 3, "test 1"))
+    assert found == [Problem(Where("f.yaml", 3, "test 1"), f"the value {said}")]
+    assert [str(p) for p in found] == [f"f.yaml:3, test 1: the value {said}"]

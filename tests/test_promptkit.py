@@ -7,7 +7,7 @@ import json
 import pytest
 from helpers_custom import parse_problems, results
 
-from checkllm_batch.suites.promptkit import is_promptkit, translate
+from checkllm_batch.assertions.reading.promptkit import is_promptkit, translate
 
 # (PromptKit assertion, the promptfoo-shaped assertion it becomes)
 TRANSLATIONS = [

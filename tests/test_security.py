@@ -175,5 +175,6 @@ def test_judge_settings_from_code_are_checked_too(tmp_path):
     with pytest.raises(ConfigError) as e:
         api.evaluate(suite, pl.DataFrame({"output": ["a"]}),
                      judge_config=JudgeConfig(model="m", retries="x", max_cost=float("nan")))
-    assert e.value.problems == ["judge: retries must be an integer, got 'x'",
-                                "judge: max_cost must be a finite number, got nan"]
+    assert [str(p) for p in e.value.problems] == ["judge: retries must be an integer, got 'x'",
+                                                  "judge: max_cost must be a finite number, "
+                                                  "got nan"]

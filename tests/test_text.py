@@ -1,4 +1,4 @@
-"""Text matching types: promptfoo's verdicts (reference §4.1, §5.7, §5.8, §5.14, §9)."""
+"""Text matching types: promptfoo's verdicts (its src/assertions/ modules)."""
 
 import pytest
 

@@ -8,8 +8,8 @@ import ast
 import pytest
 from conftest import ROOT
 
+from checkllm_batch.assertions.reading.cells import PROMPTFOO_TYPES
 from checkllm_batch.assertions.registry import ALIASES, REGISTRY
-from checkllm_batch.suites.testfiles import PROMPTFOO_TYPES
 
 
 def owners() -> dict[str, str]:
@@ -87,7 +87,7 @@ def test_the_guard_finds_type_name_dispatch(source, found):
 
 def test_no_type_name_is_tested_outside_its_module():
     """Declare what a type does on its `@assertion(...)` (AssertionType's attributes) and
-    read it through the registry, as suites/testfiles.py reads the CSV rules."""
+    read it through the registry, as assertions/reading/cells.py reads the CSV rules."""
     owner = owners()
     vocabulary = set(owner) | set(PROMPTFOO_TYPES)
     offenders = []

@@ -11,20 +11,20 @@ from conftest import ROOT
 CALLBACKS = {"map_batches", "map_elements", "map_rows", "iter_rows", "apply"}
 MATERIALISE = {"to_list", "to_dicts", "rows", "iter_rows"}
 ALLOWED = {  # module: the library it runs over distinct values
-    "assertions/_support/distinct.py": "the one over-distinct helper",
-    "assertions/_support/values.py": "type compilers (regex, schema, lists) once per distinct value",
+    "assertions/batch/distinct.py": "the one over-distinct helper",
+    "assertions/batch/values.py": "type compilers (regex, schema, lists) once per distinct value",
     "js/template.py": "jinja2, once per distinct vars",
     "assertions/distance.py": "rapidfuzz over the batch",
     "assertions/overlap.py": "js-rouge / BLEU tokenisation; METEOR (WordNet, Porter stemmer)",
-    "assertions/custom.py": "user Python code, DuckDB / Polars SQL over the batch, one POST per "
+    "assertions/custom/__init__.py": "user Python code, DuckDB / Polars SQL over the batch, one POST per "
                             "distinct case",
-    "assertions/_support/scripts.py": "user Python code's results, read once per distinct value",
+    "assertions/custom/scripts.py": "user Python code's results, read once per distinct value",
     "assertions/text.py": "per-row item lists exploded and regrouped",
     "assertions/tools.py": "orjson over distinct tool_calls values",
     "evaluate/judging/hook.py": "one group of requests per test's judge settings",
     "evaluate/judging/decide.py": "select-best / max-score over each test's group of cases",
 }
-SCOPE = ("assertions", "evaluate", "judge", "spec", "load", "store", "metrics")  # the pipeline
+SCOPE = ("assertions", "evaluate", "judge", "suites", "js", "load", "store", "metrics")  # the pipeline
 
 
 def row_loops(source: str) -> list[int]:

@@ -1,4 +1,4 @@
-"""perplexity and perplexity-score from a logprobs column (reference §5.15)."""
+"""perplexity and perplexity-score from a logprobs column (promptfoo's assertions/perplexity.ts)."""
 
 import math
 

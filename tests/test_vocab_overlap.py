@@ -1,4 +1,4 @@
-"""rouge-n, bleu, gleu, meteor: scores to 1e-6 against promptfoo's algorithms (§5.9-§5.12).
+"""rouge-n, bleu, gleu, meteor: scores to 1e-6 against promptfoo's algorithms (its assertions/ rouge, bleu, gleu, meteor).
 
 Values marked [pf] were checked with promptfoo 0.123.1 run offline on the same inputs.
 """
@@ -9,7 +9,7 @@ import pytest
 from vocab_helpers import run_assertion
 
 CASES = [
-    # BLEU [N]: standard brevity penalty (SPEC §3)
+    # BLEU [N]: the standard brevity penalty (promptfoo's fixed BLEU, PR #9717)
     ("bleu", "The cat sat on the mat", "The cat sat on the mat", 1.0),
     ("bleu", "hello world foo", "hello world foo", 1.0),
     ("bleu", "the cat sat", "the cat sat on the mat today", math.exp(1 - 7 / 3)),
@@ -89,7 +89,7 @@ METEOR = [
 def test_meteor_uses_stems_and_synonyms(tmp_path, output, reference):
     from meteor_reference import single_meteor
 
-    from checkllm_batch.assertions._support.meteor import synonyms
+    from checkllm_batch.assertions.parsers.meteor import synonyms
 
     assert "true_cat" not in synonyms("cat") and "cat" in synonyms("cat")
     exact_only = sum(w in reference.lower().split() for w in output.lower().split())
@@ -120,7 +120,7 @@ def test_meteor_synonym_match():
 
 
 def test_meteor_without_wordnet_is_an_error(tmp_path, monkeypatch):
-    from checkllm_batch.assertions._support import meteor
+    from checkllm_batch.assertions.parsers import meteor
 
     monkeypatch.setattr(meteor, "WORDNET_DIRS", ())
     monkeypatch.setenv("WORDNET_DIR", str(tmp_path))
@@ -136,7 +136,7 @@ def test_vectorised_meteor_matches_the_reference_algorithm():
     import polars as pl
     from meteor_reference import single_meteor
 
-    from checkllm_batch.assertions._support.meteor import meteor_scores
+    from checkllm_batch.assertions.parsers.meteor import meteor_scores
 
     words = ("the car auto automobile cats cat sitting sat sit big large great quick fast "
              "rapid mat rug. The. a  ünï").split(" ")
@@ -164,7 +164,7 @@ NATURAL_STEMS = [("cats", "cat"), ("sitting", "sit"), ("apology", "apolog"), ("a
 
 @pytest.mark.parametrize(("word", "stemmed"), NATURAL_STEMS)
 def test_stems_like_natural(word, stemmed):
-    from checkllm_batch.assertions._support.meteor import stem
+    from checkllm_batch.assertions.parsers.meteor import stem
 
     assert stem(word) == stemmed
 

@@ -1,4 +1,4 @@
-"""XML, HTML, SQL, tool-call checks (reference §4.2, §5.3, §5.4).
+"""XML, HTML, SQL, tool-call checks (promptfoo's assertions/ xml, html, sql, openai tools).
 
 Verdicts marked [pf] were checked with promptfoo 0.123.1 run offline on the same inputs.
 """
@@ -183,8 +183,8 @@ def test_tool_call_f1(tmp_path, calls, value, f1):
 
 
 def test_pool_gives_the_same_outcomes_as_in_process():
-    from checkllm_batch.assertions._support.markup import xml_check
-    from checkllm_batch.assertions._support.pool import check_values
+    from checkllm_batch.assertions.batch.pool import check_values
+    from checkllm_batch.assertions.parsers.markup import xml_check
 
     values = [f"<a><b>{i}</b></a>" if i % 3 else f"<a>{i}" for i in range(40)]
     assert check_values(xml_check, (), values, parallel=True) == \
@@ -198,7 +198,7 @@ def _dies_in_a_worker(value, parent_pid):
 
 
 def test_a_killed_worker_loses_no_value_and_the_pool_is_dropped():
-    from checkllm_batch.assertions._support import pool
+    from checkllm_batch.assertions.batch import pool
 
     values = [str(i) for i in range(5_000)]
     assert pool.check_values(_dies_in_a_worker, os.getpid(), values, parallel=True) == \
@@ -213,8 +213,8 @@ def test_pool_workers_do_not_rerun_an_unguarded_script(tmp_path):
 
     script = tmp_path / "user_script.py"
     script.write_text(
-        "from checkllm_batch.assertions._support.pool import check_values\n"
-        "from checkllm_batch.assertions._support.markup import xml_check\n"
+        "from checkllm_batch.assertions.batch.pool import check_values\n"
+        "from checkllm_batch.assertions.parsers.markup import xml_check\n"
         "print('script body ran', flush=True)\n"
         "values = ['<a>%d</a>' % i for i in range(20)]\n"
         "print(all(ok for ok, _ in check_values(xml_check, (), values, parallel=True)))\n",
@@ -392,7 +392,7 @@ def test_pool_workers_die_with_a_killed_parent(tmp_path):
     script = tmp_path / "killed.py"
     script.write_text(
         "import os\n"
-        "from checkllm_batch.assertions._support import pool\n"
+        "from checkllm_batch.assertions.batch import pool\n"
         "p = pool.start()\n"
         "p.submit(pool._noop).result()\n"
         "print(' '.join(str(w) for w in p._processes), flush=True)\n"

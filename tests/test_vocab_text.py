@@ -1,4 +1,4 @@
-"""word-count, finish-reason, is-refusal: promptfoo's verdicts (reference §4.1, §5.13)."""
+"""word-count, finish-reason, is-refusal: promptfoo's verdicts (its assertions/ modules)."""
 
 import pytest
 from vocab_helpers import run_assertion

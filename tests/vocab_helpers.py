@@ -8,10 +8,10 @@ from typing import Any
 import polars as pl
 import yaml
 
+from checkllm_batch.assertions.reading import load_suite
 from checkllm_batch.evaluate.engine import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
-from checkllm_batch.suites.parse import load_suite
 
 
 def run_assertion(tmp_path: Path, assertion: dict[str, Any], rows: list[dict[str, Any]]

@@ -27,14 +27,26 @@ def _fmt(value: float | None, percent: bool) -> str:
     return f"{100 * value:.1f}%" if percent else f"{value:.4g}"
 
 
+def _error_bar(x_low: float, x_high: float, y: float) -> str:
+    """A 95 % interval drawn over a bar: a line from low to high with end caps."""
+    return (f'<g class="error-bar" stroke="#222" stroke-width="1.2">'
+            f'<line x1="{x_low:.1f}" y1="{y:.1f}" x2="{x_high:.1f}" y2="{y:.1f}"/>'
+            f'<line x1="{x_low:.1f}" y1="{y - 5:.1f}" x2="{x_low:.1f}" y2="{y + 5:.1f}"/>'
+            f'<line x1="{x_high:.1f}" y1="{y - 5:.1f}" x2="{x_high:.1f}" y2="{y + 5:.1f}"/>'
+            "</g>")
+
+
 def bars(items: Sequence[tuple[str, float | None]], *, title: str = "",
-         percent: bool = False, max_value: float | None = None, width: int = 500) -> Svg:
-    """Horizontal bars, one per (label, value); a None value is drawn as 'n/a'."""
+         percent: bool = False, max_value: float | None = None, width: int = 500,
+         errors: Sequence[tuple[float | None, float | None]] | None = None) -> Svg:
+    """Horizontal bars, one per (label, value); a None value is drawn as 'n/a'. `errors`
+    gives each bar its 95 % interval (low, high), drawn as an error bar and said in the
+    tooltip and the label."""
     label_w, row_h, top = 180, 22, 28 if title else 8
     values = [v for _, v in items if v is not None]
     scale_max = max_value if max_value is not None else max([abs(v) for v in values] or [1])
     scale_max = scale_max or 1
-    plot_w = width - label_w - 70
+    plot_w = width - label_w - (150 if errors else 70)  # room for "[low, high]"
     height = top + row_h * len(items) + 8
     parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="chart-svg" width="{width}" '
              f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
@@ -47,10 +59,19 @@ def bars(items: Sequence[tuple[str, float | None]], *, title: str = "",
         parts.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">'
                      f'{escape(short)}</text>')
         w = 0.0 if value is None else max(0.0, plot_w * min(abs(value) / scale_max, 1.0))
+        low, high = errors[i] if errors else (None, None)
+        said = _fmt(value, percent) + (f" [{_fmt(low, percent)}, {_fmt(high, percent)}]"
+                                       if low is not None and high is not None else "")
         parts.append(f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="16" '
                      f'fill="{PALETTE[i % len(PALETTE)]}"><title>{escape(label)}: '
-                     f'{_fmt(value, percent)}</title></rect>')
-        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 15}">{_fmt(value, percent)}</text>')
+                     f'{said}</title></rect>')
+        end = w
+        if low is not None and high is not None:
+            def x_of(v: float) -> float:
+                return label_w + max(0.0, plot_w * min(abs(v) / scale_max, 1.0))
+            parts.append(_error_bar(x_of(low), x_of(high), y + 11))
+            end = max(w, x_of(high) - label_w)
+        parts.append(f'<text x="{label_w + end + 6:.1f}" y="{y + 15}">{said}</text>')
     parts.append("</svg>")
     return Svg("".join(parts))
 

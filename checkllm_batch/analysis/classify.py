@@ -1,14 +1,20 @@
 """Classification metrics from a gold-label var and a predicted label, computed in SQL by the
-`classification_report` and `confusion_matrix` table macros (store/views.py)."""
+`classification_report` and `confusion_matrix` table macros (store/views.py), with bootstrap
+intervals of precision, recall and F1: each replicate's confusion counts (tests resampled,
+as analysis/intervals.py does) go through the macro's own SQL (`report_sql`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import duckdb
+import numpy as np
 import polars as pl
 
+from ..store.views import report_sql
 from .charts import Svg, heatmap
+from .intervals import profiles, sql_text
 
 if TYPE_CHECKING:
     from .results import Results
@@ -76,7 +82,9 @@ class Classification:
 
 
 def classification(results: Results, run_id: str, gold: str, predicted: str | None,
-                   normalize: bool) -> Classification:
+                   normalize: bool, intervals: dict | None = None) -> Classification:
+    """The report; with `intervals` (replicates, seed, level), each precision / recall / F1
+    with its bootstrap interval (precision_low, precision_high, ...)."""
     args = "?, predicted_path := ?, normalize_labels := ?"
     params = [gold, predicted, normalize, run_id]
     per_class = results.query(
@@ -85,4 +93,49 @@ def classification(results: Results, run_id: str, gold: str, predicted: str | No
     confusion = results.query(
         f"SELECT * EXCLUDE (run_id) FROM confusion_matrix({args}) WHERE run_id = ? "
         "ORDER BY ALL NULLS FIRST", params)
+    if intervals is not None and confusion.height:
+        bounds = report_intervals(results.con, confusion, dict(zip(
+            ("gold", "path", "norm", "run"), params)), **intervals)
+        per_class = per_class.join(bounds, on=["provider", "class"], how="left",
+                                   nulls_equal=True, maintain_order="left")
     return Classification(per_class, confusion)
+
+
+_UNITS = """
+    WITH l AS (SELECT l.provider, l.actual, l.predicted, c.test_id,
+                      CASE WHEN c.test_id IS NULL THEN l.case_id END AS solo
+               FROM labels($gold, predicted_path := $path, normalize_labels := $norm) l
+               JOIN case_rows c USING (run_id, case_id) WHERE l.run_id = $run)
+    SELECT provider, {pairs} FROM l GROUP BY provider, test_id, solo"""
+
+
+def report_intervals(con: duckdb.DuckDBPyConnection, confusion: pl.DataFrame, params: dict,
+                     replicates: int, seed: int, level: float) -> pl.DataFrame:
+    """provider, class, precision_low / _high, recall_low / _high, f1_low / _high."""
+    pairs = confusion.select("actual", "predicted").unique().sort(
+        "actual", "predicted", nulls_last=False).rows()
+    counts = ", ".join(
+        f"COUNT(*) FILTER (actual = {sql_text(a)} AND predicted IS NOT DISTINCT FROM "
+        f"{'NULL' if p is None else sql_text(p)})::DOUBLE AS \"{i}\""
+        for i, (a, p) in enumerate(pairs))
+    features = [str(i) for i in range(len(pairs))]
+    groups, sums = profiles(con, _UNITS.format(pairs=counts), params, ("provider",),
+                            features, replicates, seed)
+    g, r, k = sums.shape
+    reps = pl.DataFrame({
+        "provider": groups["provider"].gather(np.repeat(np.arange(g), r * k)),
+        "replicate": np.tile(np.repeat(np.arange(r), k), g),
+        "actual": [a for a, _ in pairs] * (g * r), "predicted": [p for _, p in pairs] * (g * r),
+        "n": sums.reshape(-1)}).filter(pl.col("n") > 0)
+    tail = (1 - level) / 2
+    bounds = ", ".join(f"quantile_cont({m}, {q!r}) AS {m}_{side}" for m in
+                       ("precision", "recall", "f1") for side, q in (("low", tail),
+                                                                      ("high", 1 - tail)))
+    local = duckdb.connect()
+    local.register("reps", reps.to_arrow())
+    frame = local.sql(f"WITH l AS (FROM reps) {report_sql('l', ('replicate', 'provider'))}"
+                      ).pl()
+    local.register("report", frame.to_arrow())
+    result = local.sql(f"SELECT provider, class, {bounds} FROM report GROUP BY ALL").pl()
+    local.close()
+    return result

@@ -1,4 +1,4 @@
-"""The analysis commands of the CLI: compare, export, report."""
+"""The analysis commands of the CLI: compare, export, report, power."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import sys
 import click
 import polars as pl
 
-from ..cli_support import show, user_errors
+from ..cli_support import FORMATS, UserError, emit, show, user_errors
+from .compare import GATES, Comparison, Gate
+from .power import sample_size
 from .results import Results
+from .wording import label, pass_rate_lines, percent
 
 EXIT_REGRESSED = 1
 
@@ -21,36 +24,76 @@ def _show(frame: pl.DataFrame, max_rows: int = 50) -> None:
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--db", default="results.duckdb", show_default=True)
+@click.option("--gate", "rule", type=click.Choice(GATES), default="significant",
+              show_default=True, help="When to exit 1: significant: a pass rate dropped "
+              "significantly (Holm-adjusted McNemar p < --alpha, by at least --min-effect); "
+              "any: any case regressed; none: never (exit 0 unless the input is bad).")
+@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1),
+              help="Significance level, after Holm's adjustment across the comparisons.")
+@click.option("--min-effect", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="Smallest drop that fails the gate, in percentage points (2 = 2 points).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True, help="Words and tables, or JSON / CSV for scripts.")
 @click.option("--all-metrics", is_flag=True, help="Also list metrics that did not change.")
 @click.option("--partial", is_flag=True, help="Compare a run that did not finish "
               "(interrupted or failed) too; its missing cases count as removed.")
 @user_errors
-def compare_command(run_a: str, run_b: str, db: str, all_metrics: bool, partial: bool) -> None:
-    """Compare RUN_A with RUN_B: cases that regressed (passed in A, not in B) or improved,
-    and the change of each metric.
+def compare_command(run_a: str, run_b: str, db: str, rule: str, alpha: float,
+                    min_effect: float, fmt: str, all_metrics: bool, partial: bool) -> None:
+    """Compare RUN_A with RUN_B: per provider x prompt both pass rates, their difference
+    with a 95 % interval and the exact McNemar test on the cases whose verdict changed;
+    the cases that regressed (passed in A, not in B) or improved; each metric's change
+    with its paired-bootstrap interval.
 
     A run is its id, a unique prefix of it, `last` or `previous` (compare previous last).
     Cases are matched by test_id + provider + prompt + vars (then by order within that key).
-    Exit code: 0 when nothing regressed, 1 when any case regressed, 2 on bad input."""
-    comparison = Results(db).compare(run_a, run_b, partial=partial)
+    Exit code: 1 when the --gate fails (by default: a pass rate dropped significantly),
+    0 otherwise, 2 on bad input."""
+    comparison = Results(db).compare(run_a, run_b, partial=partial, alpha=alpha)
+    gate = comparison.gate(rule, min_effect)
+    if fmt != "table":
+        emit(document(comparison, gate), fmt, table=comparison.metrics)
+    else:
+        _print_comparison(comparison, gate, all_metrics)
+    sys.exit(EXIT_REGRESSED if gate.failed else 0)
+
+
+def document(comparison: Comparison, gate: Gate) -> dict:
+    """The JSON of a comparison: runs, counts, pass_rates, metrics, gate, cases changed."""
+    keys = ["test_id", "provider", "prompt", "vars", "status_a", "status_b", "score_a",
+            "score_b", "reason_b"]
+    return {"run_a": comparison.run_a, "run_b": comparison.run_b,
+            "counts": comparison.counts(), "pass_rates": comparison.pass_rates,
+            "metrics": comparison.metrics.filter(pl.col("metric") != "pass_rate"),
+            "gate": {"rule": gate.rule, "alpha": gate.alpha, "min_effect": gate.min_effect,
+                     "failed": gate.failed, "reason": gate.reason},
+            "regressed": comparison.regressed.select(keys),
+            "improved": comparison.improved.select(keys)}
+
+
+def _print_comparison(comparison: Comparison, gate: Gate, all_metrics: bool) -> None:
     counts = comparison.counts()
     click.echo(f"{comparison.run_a} -> {comparison.run_b}: "
                + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    click.echo("pass rates, A → B: B − A with its 95 % interval, exact McNemar p "
+               f"(Holm-adjusted, significant below {comparison.alpha:g}):")
+    for line in pass_rate_lines(comparison.pass_rates):
+        click.echo(f"  {line}")
     columns = ["test_id", "provider", "prompt", "status_a", "status_b", "score_a", "score_b",
                "output_b", "reason_b"]
     for name, frame in (("regressed", comparison.regressed), ("improved", comparison.improved)):
         if frame.height:
             click.echo(f"{name}:")
             _show(frame.select(columns))
-    metrics = comparison.metrics
+    metrics = comparison.metrics.filter(pl.col("metric") != "pass_rate")
     if not all_metrics:
-        metrics = metrics.filter(pl.col("delta").fill_null(1) != 0)
+        metrics = metrics.filter(pl.col("diff").fill_null(1) != 0)
     if metrics.height:
-        click.echo("metrics (b - a):" if not all_metrics else "metrics:")
-        _show(metrics, max_rows=200)
-    sys.exit(EXIT_REGRESSED if counts["regressed"] else 0)
-
-
+        click.echo("metrics (diff = b - a, [diff_low, diff_high] its 95 % paired-bootstrap "
+                   "interval):" if not all_metrics else "metrics:")
+        _show(metrics.with_columns(pl.col(pl.Float64).round(4)), max_rows=200)
+    verdict = "fail" if gate.failed else "pass"
+    click.echo(f"gate {gate.rule}: {verdict} ({gate.reason})")
 @click.command("export")
 @click.option("--db", default="results.duckdb", show_default=True)
 @click.option("--run", "run_id", help="Run id (default: the last run).")
@@ -70,10 +113,56 @@ def export_command(db: str, run_id: str | None, directory: str) -> None:
               "(default: the last run).")
 @click.option("--output", "-o", "path", default="report.html", show_default=True,
               type=click.Path(dir_okay=False))
+@click.option("--against", metavar="RUN", help="Add a section comparing RUN (as A) with "
+              "this run: which pass rates and metrics changed significantly.")
 @user_errors
-def report_command(db: str, run_id: str | None, path: str) -> None:
-    """Write a self-contained HTML report of a run: summary, charts per provider and metric,
-    judge cost, and a tests x providers matrix with filters, search and each case's output,
-    rendered prompt, vars and reasons. No network needed to view it."""
-    written = Results(db).report(path, run_id)
+def report_command(db: str, run_id: str | None, path: str, against: str | None) -> None:
+    """Write a self-contained HTML report of a run: summary with 95 % intervals, charts per
+    provider and metric with error bars, judge cost, and a tests x providers matrix with
+    filters, search and each case's output, rendered prompt, vars and reasons. No network
+    needed to view it."""
+    written = Results(db).report(path, run_id, against)
     click.echo(f"report: {written}")
+
+
+@click.command("power")
+@click.option("--pass-rate", type=click.FloatRange(0, 100), help="Pass rate today, in %.")
+@click.option("--drop", type=click.FloatRange(0, 100), help="Drop to detect, in points.")
+@click.option("--flip-rate", type=click.FloatRange(0, 100), help="Share of cases whose "
+              "verdict changes between two runs of the same system (noise), in % (default: "
+              "runs taken as independent, "
+              "the cautious figure); with --db and --against it is measured.")
+@click.option("--power", "power_", default=0.8, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True))
+@click.option("--alpha", default=0.05, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True))
+@click.option("--db", help="Instead: what each provider x prompt of a run can detect.")
+@click.option("--run", "run_id", help="With --db: the run (default: the last).")
+@click.option("--against", help="With --db: another run of the same cases, to measure the "
+              "flip rate.")
+@user_errors
+def power_command(pass_rate: float | None, drop: float | None, flip_rate: float | None,
+                  power_: float, alpha: float, db: str | None, run_id: str | None,
+                  against: str | None) -> None:
+    """How many cases a paired comparison needs: matched cases for `compare` (McNemar's
+    exact test) to detect a pass rate dropping by --drop points from --pass-rate with
+    --power at --alpha. With --db: the smallest drop each provider x prompt of a run
+    detects."""
+    if db is not None:
+        rows = Results(db).detectable(run_id, against, power_, alpha)
+        for row in rows.iter_rows(named=True):  # one line per provider x prompt
+            flips = "" if row["flip_rate"] is None else \
+                f", flip rate {100 * row['flip_rate']:.1f} % against {against}"
+            drop_text = "no drop" if row["detectable_drop"] is None else \
+                f"a drop of {100 * row['detectable_drop']:.1f} points"
+            click.echo(f"{label(row['provider'], row['prompt'], 1)}: {row['cases']} cases at "
+                       f"{percent(row['pass_rate'])}{flips}: detects {drop_text} with power "
+                       f"{power_:g} at alpha {alpha:g}")
+        return
+    if pass_rate is None or drop is None:
+        raise UserError("give --pass-rate and --drop (in %), or --db for a run")
+    share = None if flip_rate is None else flip_rate / 100
+    n = sample_size(pass_rate / 100, drop / 100, power_, alpha, share)
+    assumed = "runs taken as independent" if share is None else f"flip rate {flip_rate:g} %"
+    click.echo(f"{n} matched cases detect a drop of {drop:g} points from {pass_rate:g} % "
+               f"with power {power_:g} at alpha {alpha:g} ({assumed}; exact McNemar test)")

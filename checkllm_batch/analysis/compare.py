@@ -1,11 +1,15 @@
-"""Run comparison: which cases regressed or improved from run A to run B, and how each
-metric moved.
+"""Run comparison: which cases regressed or improved from run A to run B, how each pass
+rate and metric moved, and whether that is more than noise (analysis/significance.py).
 
 Cases are matched by (test_id, provider, prompt, vars) — the case's identity, not its row
 position, so reordered or filtered outputs still line up — and, when that key repeats within
 a run (the same test asked twice), by occurrence order (case_id) within the key. A case
 regressed when its test passed in A and did not pass (fail or error) in B; improved the other
 way round; cases present in only one run are 'added' / 'removed', never regressions.
+
+The gate (`Comparison.gate`): `significant` fails when a pass rate dropped with a
+Holm-adjusted McNemar p-value under alpha and by at least `min_effect` points; `any` when
+any case regressed (the rule before intervals); `none` never.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
+
+from .significance import metric_differences, pass_rate_table, with_adjusted
+from .stats import LEVEL, REPLICATES, SEED
 
 if TYPE_CHECKING:
     from .results import Results
@@ -51,18 +58,34 @@ _METRIC_KEY = ("provider", "prompt", "metric", "kind")
 METRICS_SQL = f"""
     WITH a AS ({_METRICS_SIDE.format(run="$a")}), b AS ({_METRICS_SIDE.format(run="$b")})
     SELECT {", ".join(f"COALESCE(a.{k}, b.{k}) AS {k}" for k in _METRIC_KEY)},
-           a.value AS value_a, b.value AS value_b, b.value - a.value AS delta
+           a.value AS value_a, b.value AS value_b, b.value - a.value AS diff
     FROM a FULL JOIN b ON {" AND ".join(f"a.{k} IS NOT DISTINCT FROM b.{k}"
                                         for k in _METRIC_KEY)}
     ORDER BY kind DESC, metric, provider NULLS FIRST, prompt NULLS FIRST"""
+
+
+GATES = ("significant", "any", "none")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A gate's decision: `failed` (exit 1) and why, in words."""
+
+    rule: str
+    alpha: float
+    min_effect: float  # points
+    failed: bool
+    reason: str
 
 
 @dataclass
 class Comparison:
     run_a: str
     run_b: str
-    cases: pl.DataFrame    # every matched case with `change`
-    metrics: pl.DataFrame  # provider, prompt, metric, kind, value_a, value_b, delta
+    cases: pl.DataFrame       # every matched case with `change`
+    pass_rates: pl.DataFrame  # per provider x prompt: rates, diff [low, high], McNemar p
+    metrics: pl.DataFrame     # provider, prompt, metric, kind, value_a, value_b, diff, ...
+    alpha: float = 0.05
 
     @property
     def regressed(self) -> pl.DataFrame:
@@ -78,8 +101,38 @@ class Comparison:
         return {k: int(counted.get(k, 0))
                 for k in ("regressed", "improved", "unchanged", "added", "removed")}
 
+    def drops(self, min_effect: float = 0.0) -> pl.DataFrame:
+        """The pass rates that dropped significantly, by at least `min_effect` points."""
+        return self.pass_rates.filter(pl.col("significant") & (pl.col("diff") < 0)
+                                      & (-100 * pl.col("diff") >= min_effect))
 
-def compare(results: Results, run_a: str, run_b: str) -> Comparison:
+    def gate(self, rule: str = "significant", min_effect: float = 0.0) -> Gate:
+        """Whether this comparison should fail a release, under `rule` (GATES)."""
+        if rule == "any":
+            n = self.counts()["regressed"]
+            return Gate(rule, self.alpha, min_effect, n > 0, f"{n} case(s) regressed")
+        if rule == "none":
+            return Gate(rule, self.alpha, min_effect, False, "not gated")
+        drops = self.drops(min_effect).height
+        return Gate(rule, self.alpha, min_effect, drops > 0,
+                    f"{drops} pass rate(s) dropped significantly (Holm-adjusted p < "
+                    f"{self.alpha:g}, by at least {min_effect:g} points)")
+
+
+def compare(results: Results, run_a: str, run_b: str, alpha: float = 0.05,
+            replicates: int = REPLICATES, seed: int = SEED, level: float = LEVEL
+            ) -> Comparison:
     params = {"a": run_a, "b": run_b}
-    return Comparison(run_a, run_b, results.query(CASES_SQL, params),
-                      results.query(METRICS_SQL, params))
+    cases = results.query(CASES_SQL, params)
+    bounds = metric_differences(results.con, cases, run_a, run_b, replicates, seed, level)
+    keys = ["provider", "prompt", "metric", "kind"]
+    metrics = results.query(METRICS_SQL, params).join(
+        bounds, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    rates = pass_rate_table(cases, bounds, alpha)
+    tests = ["p_value", "p_adjusted", "significant"]  # a pass rate's: McNemar's, as above
+    of_rates = metrics.filter(metric="pass_rate").drop("p_value").join(
+        rates.select("provider", "prompt", *tests), on=keys[:2], how="left",
+        nulls_equal=True, maintain_order="left")
+    others = with_adjusted(metrics.filter(pl.col("metric") != "pass_rate"), alpha)
+    return Comparison(run_a, run_b, cases, rates,
+                      pl.concat([of_rates, others], how="diagonal_relaxed"), alpha)

@@ -17,6 +17,7 @@ import polars as pl
 from ..errors import InputError
 from .cases_view import MAX_TESTS, cases_document, script_json
 from .charts import Svg, bars, histogram
+from .wording import label, pass_rate_lines
 
 if TYPE_CHECKING:
     from .results import Results
@@ -31,6 +32,7 @@ th{background:#f4f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.reason,td.output{max-width:380px;overflow-wrap:anywhere;white-space:pre-wrap}
 .charts{display:flex;flex-wrap:wrap;gap:1rem 2rem}figure{margin:0}
 .meta{color:#555}.note{color:#666;font-style:italic}
+ul.comparison li.significant{font-weight:600;color:#a12}ul.comparison li.noise{color:#444}
 .controls{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center;margin:.5rem 0}
 .controls label{font-size:13px}#f-search{min-width:16rem}
 #matrix td{max-width:300px}#matrix td.vars{font-size:12px;color:#444;overflow-wrap:anywhere;max-width:260px}
@@ -76,27 +78,32 @@ def table(frame: pl.DataFrame, classes: dict[str, str] | None = None) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def _label(provider: str | None, prompt: str | None, prompts: int) -> str:
-    name = provider if provider is not None else "(no provider)"
-    return f"{name} · {prompt}" if prompts > 1 and prompt is not None else name
+def _bounds(frame: pl.DataFrame, low: str, high: str) -> list | None:
+    return list(frame.select(low, high).iter_rows()) if low in frame.columns else None
 
 
-def pass_rate_chart(rates: pl.DataFrame, title: str = "Test pass rate per provider") -> Svg:
+def pass_rate_chart(rates: pl.DataFrame, title: str = "Test pass rate per provider "
+                    "(error bars: 95 % Wilson interval)") -> Svg:
     prompts = rates["prompt"].n_unique()
-    return bars([(_label(p, q, prompts), r) for p, q, r in
+    return bars([(label(p, q, prompts), r) for p, q, r in
                  rates.select("provider", "prompt", "pass_rate").iter_rows()],
-                title=title, percent=True, max_value=1.0)
+                title=title, percent=True, max_value=1.0,
+                errors=_bounds(rates, "pass_rate_low", "pass_rate_high"))
 
 
 def metric_charts(metrics: pl.DataFrame) -> list[Svg]:
-    """One bar chart per named or derived metric, a bar per provider (x prompt)."""
+    """One bar chart per named or derived metric, a bar per provider (x prompt), with its
+    bootstrap interval as an error bar when `metrics` has one."""
     prompts = metrics["prompt"].n_unique() if metrics.height else 0
     charts = []
     for (name, kind), group in metrics.group_by("metric", "kind", maintain_order=True):
-        items = [(_label(p, q, prompts), v) for p, q, v in
+        items = [(label(p, q, prompts), v) for p, q, v in
                  group.select("provider", "prompt", "value").iter_rows()]
-        peak = max([abs(v) for _, v in items if v is not None] + [1.0])
-        charts.append(bars(items, title=f"{name} ({kind})", max_value=peak))  # 0..1 at least
+        errors = _bounds(group, "value_low", "value_high")
+        peak = max([abs(v) for _, v in items if v is not None]
+                   + [abs(h) for _, h in errors or [] if h is not None] + [1.0])
+        charts.append(bars(items, title=f"{name} ({kind})", max_value=peak,  # 0..1 at least
+                           errors=errors))
     return charts
 
 
@@ -122,7 +129,25 @@ def _figures(charts: list[Svg], name: str) -> str:
         + "</div>")
 
 
-def render(results: Results, run_id: str) -> str:
+def _comparison(results: Results, against: str | None, run_id: str) -> list[str]:
+    """The section comparing run `against` (A) with this run (B): each pass rate's change in
+    words, significant ones marked, and every metric's change with its interval."""
+    if against is None:
+        return []
+    comparison = results.compare(against, run_id)
+    items = "".join(
+        f'<li class="{"significant" if significant else "noise"}">{escape(line)}</li>'
+        for line, significant in zip(pass_rate_lines(comparison.pass_rates),
+                                     comparison.pass_rates["significant"]))
+    counts = ", ".join(f"{n} {k}" for k, n in comparison.counts().items())
+    return [f"<h2>Compared with run {escape(comparison.run_a)}</h2>",
+            f'<p class="meta">{escape(counts)}. Pass rates A → B: B − A with its 95 % '
+            "paired-bootstrap interval, exact McNemar p (Holm-adjusted); significant below "
+            f"{comparison.alpha:g}.</p><ul class=\"comparison\">{items}</ul>",
+            table(comparison.metrics.filter(pl.col("metric") != "pass_rate"))]
+
+
+def render(results: Results, run_id: str, against: str | None = None) -> str:
     db = results.con.sql("SELECT path FROM duckdb_databases() "
                          "WHERE database_name = current_database()").fetchall()[0][0] or ":memory:"
     run = results.query("SELECT * FROM run_overview WHERE run_id = ?", [run_id]).row(0, named=True)
@@ -138,9 +163,14 @@ def render(results: Results, run_id: str) -> str:
         f'{_pct(run["pass_rate"])} passed</p>'),
         "<h2>Summary</h2>", table(rates),
         _figures([pass_rate_chart(rates)], "pass-rate"),
+        *_comparison(results, against, run_id),
         f"<h2>Cases: tests × providers</h2>{_matrix(cases, db)}",
         "<h2>Metrics per provider</h2>",
         table(results.metrics_wide(run_id)) if metrics.height else "",
+        ('<p class="note">value_low, value_high: 95 % bootstrap interval (tests '
+         'resampled)</p>' + table(metrics.select("provider", "prompt", "metric", "kind",
+                                                 "value", "value_low", "value_high"))
+         if metrics.height else ""),
         _figures(metric_charts(metrics), "metric"),
         "<h2>Assertion types</h2>", _figures(type_charts(results.pass_rates(run_id, by="type")
                                                          .filter(~pl.col("metric_only"))), "type"),
@@ -196,8 +226,9 @@ def _judge(judge: pl.DataFrame) -> str:
                        "judge-cost"))
 
 
-def write_report(results: Results, run_id: str, path: Path) -> Path:
-    html = render(results, run_id)
+def write_report(results: Results, run_id: str, path: Path, against: str | None = None
+                 ) -> Path:
+    html = render(results, run_id, against)
     try:
         path.write_text(html, encoding="utf-8")
     except OSError as e:

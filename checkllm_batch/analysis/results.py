@@ -17,7 +17,9 @@ from ..store.views import catalog
 from .charts import Svg
 from .classify import Classification, classification
 from .compare import Comparison, compare
+from .intervals import run_intervals
 from .run import ASSERTION_ORDER, Run, rows_sql
+from .stats import LEVEL, REPLICATES, SEED
 
 RECENT = {"last": 0, "latest": 0, "previous": 1}  # run names promptfoo users type
 
@@ -38,6 +40,7 @@ class Results:
         self.con = db if isinstance(db, duckdb.DuckDBPyConnection) else store.connect(
             db, create=False)
         warn_changed_sources(self.con, stacklevel=3)
+        self._intervals: dict[tuple, pl.DataFrame] = {}
 
     def query(self, sql: str, params: list | dict | None = None) -> pl.DataFrame:
         """Any SQL over the tables, views and macros (see `catalog()`), as a frame."""
@@ -99,23 +102,53 @@ class Results:
         """Failed and errored assertions with their reasons (metric-only counters left out)."""
         return self._of_run("failures", run, "provider NULLS FIRST, case_id, assertion_index")
 
-    def pass_rates(self, run: str | None = None, by: str | None = None) -> pl.DataFrame:
-        """Pass rate per provider x prompt; `by="type"` or `by="metric"` per assertion type
-        or named metric instead."""
+    def pass_rates(self, run: str | None = None, by: str | None = None,
+                   intervals: bool = True) -> pl.DataFrame:
+        """Pass rate per provider x prompt with its 95 % Wilson interval (pass_rate_low,
+        pass_rate_high); `by="type"` or `by="metric"` per assertion type or named metric
+        instead. Per provider x prompt, `intervals` adds the mean score's bootstrap
+        interval (mean_score_low, mean_score_high; see `intervals`)."""
         views = {None: "pass_rates", "type": "pass_rates_by_type",
                  "metric": "pass_rates_by_metric"}
         if by not in views:
             raise InputError(f"by={by!r}: expected one of None, 'type', 'metric'")
-        return self._of_run(views[by], run, "ALL NULLS FIRST")
+        rates = self._of_run(views[by], run, "ALL NULLS FIRST")
+        if by is not None or not intervals:
+            return rates
+        means = self.intervals(run).filter(metric="mean_score").select(
+            "provider", "prompt", mean_score_low="value_low", mean_score_high="value_high")
+        return rates.join(means, on=["provider", "prompt"], how="left", nulls_equal=True)
 
-    def metrics(self, run: str | None = None) -> pl.DataFrame:
-        """Named metrics (mean = sum / weight) and derived metrics, long format."""
-        return self._of_run("metric_summary", run, "kind DESC, metric, provider NULLS FIRST, "
-                            "prompt NULLS FIRST")
+    def intervals(self, run: str | None = None, replicates: int = REPLICATES,
+                  seed: int = SEED, level: float = LEVEL) -> pl.DataFrame:
+        """Bootstrap intervals per provider x prompt (provider, prompt, metric, kind,
+        value_low, value_high) of the mean score (metric `mean_score`), every named metric
+        and every derived metric: `replicates` resamples of the run's tests (a test's
+        repeats together), seeded, so the same call gives the same interval; percentile
+        interval at `level`. Computed when asked (a second or so per million cases of
+        pass/fail results), kept for this Results."""
+        key = (self.run_id(run), replicates, seed, level)
+        if key not in self._intervals:
+            self._intervals[key] = run_intervals(self.con, *key)
+        return self._intervals[key]
+
+    def metrics(self, run: str | None = None, intervals: bool = True) -> pl.DataFrame:
+        """Named metrics (mean = sum / weight) and derived metrics, long format; with
+        `intervals`, each value's bootstrap interval (value_low, value_high)."""
+        values = self._of_run("metric_summary", run, "kind DESC, metric, provider NULLS "
+                              "FIRST, prompt NULLS FIRST")
+        if not intervals:
+            return values
+        keys = ["provider", "prompt", "metric", "kind"]
+        bounds = self.intervals(run).filter(pl.col("kind") != "test")
+        return values.join(bounds, on=keys, how="left", nulls_equal=True,
+                           maintain_order="left").select(
+            *keys, "value", "value_low", "value_high", pl.exclude(*keys, "value", "value_low",
+                                                                   "value_high"))
 
     def metrics_wide(self, run: str | None = None) -> pl.DataFrame:
         """One row per provider x prompt, one column per named or derived metric."""
-        long = self.metrics(run)
+        long = self.metrics(run, intervals=False)
         if long.is_empty():
             return pl.DataFrame(schema={"provider": pl.String, "prompt": pl.String})
         return long.pivot("metric", index=["provider", "prompt"], values="value",
@@ -136,23 +169,50 @@ class Results:
                           "ORDER BY ALL NULLS FIRST", [tp, fp, fn, self.run_id(run)])
 
     def classification(self, gold: str, predicted: str | None = None, *,
-                       run: str | None = None, normalize: bool = True) -> Classification:
+                       run: str | None = None, normalize: bool = True,
+                       intervals: bool = True, replicates: int = REPLICATES,
+                       seed: int = SEED, level: float = LEVEL) -> Classification:
         """Precision / recall / F1 per class, macro and micro, and the confusion matrix, per
         provider; gold labels from var `gold`, predictions from the output (or the JSON path
-        `predicted` into it, e.g. '$.label')."""
-        return classification(self, self.run_id(run), gold, predicted, normalize)
+        `predicted` into it, e.g. '$.label'). With `intervals`, each figure's bootstrap
+        interval (precision_low, precision_high, ...: tests resampled, seeded)."""
+        settings = {"replicates": replicates, "seed": seed, "level": level}
+        return classification(self, self.run_id(run), gold, predicted, normalize,
+                              settings if intervals else None)
 
-    def compare(self, run_a: str, run_b: str, partial: bool = False) -> Comparison:
-        """Cases that regressed or improved from run A to run B, and each metric's change.
-        A run that did not finish is refused unless `partial`: its missing cases would
-        read as removed."""
+    def compare(self, run_a: str, run_b: str, partial: bool = False, alpha: float = 0.05,
+                replicates: int = REPLICATES, seed: int = SEED) -> Comparison:
+        """Cases that regressed or improved from run A to run B; per provider x prompt the
+        pass rates, their difference with a paired-bootstrap interval and McNemar's exact
+        p-value (Holm-adjusted, significant below `alpha`); each metric's change with its
+        interval. A run that did not finish is refused unless `partial`: its missing
+        cases would read as removed."""
         runs = self.run_id(run_a), self.run_id(run_b)
         for run in runs:
             status = self.status(run)
             if status != "finished" and not partial:
                 raise InputError(f"run {run} is {status}: its results are partial; resume it "
                                  "first, or compare it anyway with --partial")
-        return compare(self, *runs)
+        return compare(self, *runs, alpha=alpha, replicates=replicates, seed=seed)
+
+    def sample_size(self, pass_rate: float, drop: float, power: float = 0.8,
+                    alpha: float = 0.05, flip_rate: float | None = None) -> int:
+        """Matched cases two runs need for `compare` to detect a pass rate dropping by
+        `drop` from `pass_rate` (fractions) with `power` at `alpha`; `flip_rate` is the
+        share of cases whose verdict changes between runs (default: independent runs,
+        the cautious figure)."""
+        from .power import sample_size
+
+        return sample_size(pass_rate, drop, power, alpha, flip_rate)
+
+    def detectable(self, run: str | None = None, against: str | None = None,
+                   power: float = 0.8, alpha: float = 0.05) -> pl.DataFrame:
+        """Per provider x prompt of `run`: the smallest pass-rate drop (detectable_drop,
+        a fraction) a paired comparison of its size detects; with `against` (another
+        run of the same cases) the flip rate measured between them."""
+        from .power import detectable
+
+        return detectable(self, run, against, power, alpha)
 
     def status(self, run: str | None = None) -> str:
         """`finished`, or `running`, `interrupted`, `failed`: a run with partial results."""
@@ -179,8 +239,16 @@ class Results:
 
         return export_run(self.con, self.run_id(run), Path(directory))
 
-    def report(self, path: str | Path, run: str | None = None) -> Path:
-        """Write a self-contained HTML report of the run."""
+    def report(self, path: str | Path, run: str | None = None,
+               against: str | None = None) -> Path:
+        """Write a self-contained HTML report of the run; with `against` (an earlier run),
+        a section saying which pass rates and metrics changed significantly."""
         from .report import write_report
 
-        return write_report(self, self.run_id(run), Path(path))
+        return write_report(self, self.run_id(run), Path(path), against)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a database as its last finished run's pass rates per provider."""
+        from .html_summary import results_html
+
+        return results_html(self)

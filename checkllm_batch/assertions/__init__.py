@@ -13,9 +13,9 @@ from . import (  # noqa: F401  (registration)
     text,
     tools,
 )
-from ._support import pool
-from ._support.distinct import text_of_distinct
-from ._support.values import RowValues
+from .batch import pool
+from .batch.distinct import text_of_distinct
+from .batch.values import RowValues
 from .graded.replies import Outcome, Unparsable, failure
 from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup
 

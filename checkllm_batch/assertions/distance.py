@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ._support.distinct import per_distinct
-from ._support.pool import workers
+from .batch.distinct import per_distinct
+from .batch.pool import workers
 from .registry import Ctx, Verdict, assertion
 from .text import quoting
 

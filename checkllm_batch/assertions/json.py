@@ -14,6 +14,7 @@ import orjson
 import polars as pl
 import yaml
 
+from ..js.jsonformats import AJV_DIALECTS, AJV_FORMATS, AJV_KEYWORDS, ajv_spelled
 from ..js.jsontext import (
     MAX_SPAN,
     MAX_YAML_DEPTH,
@@ -22,8 +23,7 @@ from ..js.jsontext import (
     js_yaml_loads,
 )
 from ..js.jsvalue import as_double
-from ._support.distinct import Outcome
-from ._support.jsonformats import AJV_DIALECTS, AJV_FORMATS, AJV_KEYWORDS, ajv_spelled
+from .batch.distinct import Outcome
 from .registry import CsvValue, Ctx, Kind, Value, Verdict, assertion, promptkit_names
 
 # (instance, whether it may hold what JavaScript reads differently: _not_python of its text)
@@ -187,6 +187,6 @@ def _not_python(source: str) -> bool:
         "utf-8", "surrogatepass").translate(_DIGITS)
 
 
-# PromptKit's names for these checks (suites/promptkit.py translates `type` + `params`)
+# PromptKit's names for these checks (assertions/reading/promptkit.py translates `type` + `params`)
 promptkit_names("is-json", "json_valid", "is_valid_json", "valid_json", params={})
 promptkit_names("is-json", "json_schema", params={"schema": "value"})

@@ -13,9 +13,9 @@ from typing import Any, Callable
 
 import polars as pl
 
-from ..js.whitespace import JS_SPACE, WORD
-from ._support.distinct import per_distinct
-from ._support.meteor import WordNetMissing, batch_scorer, wordnet_dir
+from ..js.whitespace import JS_SPACE_CLASS, WORD
+from .batch.distinct import per_distinct
+from .parsers.meteor import WordNetMissing, batch_scorer, wordnet_dir
 from .registry import Ctx, Verdict, assertion
 
 MAX_N = 4
@@ -351,7 +351,7 @@ def _contractions(t: pl.Expr) -> pl.Expr:
 def treebank_tokens(text: pl.Expr) -> pl.Expr:
     """js-rouge 3.2.3's treeBankTokenize, as promptfoo's rouge-n runs it on the whole text
     (no sentence segmentation: only the last period splits off)."""
-    t = text.str.replace_all(f"[{JS_SPACE}\\x{{85}}]+", " ").str.strip_chars(" ")
+    t = text.str.replace_all(f"[{JS_SPACE_CLASS}\\x{{85}}]+", " ").str.strip_chars(" ")
     t = _double_quotes(t).str.replace_all(r"\.\.\.", " ... ")
     # 1,000 and 10:30 stay whole: those separators hide as \x04 / \x05 while the rest are padded
     t = t.str.replace_all(r":(\p{Nd})", "\x04$1").str.replace_all(r",(\p{Nd})", "\x05$1")

@@ -1,4 +1,4 @@
-"""Text and JSON checks that come from PromptKit's vocabulary (see suites/promptkit.py for the
+"""Text and JSON checks that come from PromptKit's vocabulary (see assertions/reading/promptkit.py for the
 names and `params` it maps onto these): lengths, sentences, fields, banned words, json-path."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import polars as pl
 
 from ..js import template
 from ..js.jsonvalue import same_value
-from ._support.distinct import Outcome
-from ._support.values import number
+from .batch.distinct import Outcome
+from .batch.values import number
 from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
 from .text import item_hits, plain_items, split_items
 
@@ -216,7 +216,7 @@ def json_path(ctx: Ctx) -> Verdict:
                    .otherwise(pl.lit("invalid JSON: does not start like a JSON value")))
 
 
-# PromptKit's names for these checks (suites/promptkit.py translates `type` + `params`)
+# PromptKit's names for these checks (assertions/reading/promptkit.py translates `type` + `params`)
 EXCLUDES = {"patterns": "value", "words": "value", "match_mode": "match_mode"}
 promptkit_names("content-excludes", "content_excludes", "content_not_includes", params=EXCLUDES)
 promptkit_names("content-excludes", "banned_words", params=EXCLUDES,

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from ..suites.model import AssertionSpec
-from ._support.values import number
+from .batch.values import number
 from .registry import Ctx, Value, Verdict, assertion, promptkit_names
 
 
@@ -96,5 +96,5 @@ def perplexity_score(ctx: Ctx) -> Verdict:
                    score=score, detail=detail)
 
 
-# PromptKit's name for latency (suites/promptkit.py translates `type` + `params`)
+# PromptKit's name for latency (assertions/reading/promptkit.py translates `type` + `params`)
 promptkit_names("latency", "latency_budget", params={"max_ms": "threshold"})

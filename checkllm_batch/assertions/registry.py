@@ -17,9 +17,9 @@ import polars as pl
 
 from ..errors import did_you_mean
 from ..suites.model import AssertionSpec
-from ._support.distinct import Outcome, over_distinct
-from ._support.pool import over_distinct_pool
-from ._support.values import PREPARED_ERROR, RowValues, literal_column
+from .batch.distinct import Outcome, over_distinct
+from .batch.pool import over_distinct_pool
+from .batch.values import PREPARED_ERROR, RowValues, literal_column
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)
@@ -226,7 +226,7 @@ def promptkit_names(target: str, *names: str, params: dict[str, str],
                     fixed: dict[str, Any] | None = None) -> None:
     """Declare PromptKit's checks `names` (`type` + `params`) as our type `target`, beside
     its declaration: `params` maps each PromptKit param (and its aliases) onto our field;
-    `fixed` fields are set as given. suites/promptkit.py translates with these."""
+    `fixed` fields are set as given. assertions/reading/promptkit.py translates with these."""
     for name in names:
         if name in PROMPTKIT:
             raise RuntimeError(f"PromptKit check {name!r} declared twice")

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from ._support.distinct import Outcome
+from .batch.distinct import Outcome
 from .registry import Ctx, Kind, Verdict, assertion
 
 Matcher = tuple[str | None, str | None]  # (exact name, glob pattern): each set one must match

@@ -2,7 +2,7 @@
 contains-html, is-sql, contains-sql, is-valid-openai-tools-call, is-valid-openai-function-call,
 tool-call-f1.
 
-The parser-backed checks (lxml, lexbor, sqlglot, JSON Schema) live in _support/ (markup.py,
+The parser-backed checks (lxml, lexbor, sqlglot, JSON Schema) live in parsers/ (markup.py,
 sql.py, openaitools.py) and run once per distinct output of a batch, on every core when a
 batch holds many (Ctx.checked / over_distinct_pool with pooled=True); contains-html is a
 vectorised count of promptfoo's HTML indicators.
@@ -21,11 +21,11 @@ from typing import Any
 import polars as pl
 
 from ..js import template
-from ._support.markup import MAX_HTML, contains_xml_check, html_check, xml_check
-from ._support.openaitools import function_call_check, tools_call_check
-from ._support.pool import over_distinct_pool
-from ._support.sql import contains_sql_check, sql_check, sql_options
-from ._support.toolnames import ToolCallParseError, tool_names
+from .batch.pool import over_distinct_pool
+from .parsers.markup import MAX_HTML, contains_xml_check, html_check, xml_check
+from .parsers.openaitools import function_call_check, tools_call_check
+from .parsers.sql import contains_sql_check, sql_check, sql_options
+from .parsers.toolnames import ToolCallParseError, tool_names
 from .registry import Ctx, Kind, Value, Verdict, assertion
 
 # a library parses each distinct output (DISTINCT), on every core when a batch holds many

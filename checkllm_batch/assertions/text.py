@@ -13,12 +13,12 @@ from typing import Any, Callable
 import orjson
 import polars as pl
 
+from ..js.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
 from ..js.jsvalue import js_string, to_number
-from ..js.whitespace import JS_CHARS, WORD
-from ._support.distinct import Outcome
-from ._support.jsregex import ASTRAL, ASTRAL_CHAR, JsRegex, compile_js
-from ._support.refusal import APOSTROPHES, PREFIXES, REFUSAL
-from ._support.values import short_value
+from ..js.whitespace import JS_SPACE, JS_SPACE_CLASS, WORD
+from .batch.distinct import Outcome, over_distinct
+from .batch.values import short_value
+from .parsers.refusal import APOSTROPHES, PREFIXES, REFUSAL
 from .registry import CsvValue, Ctx, Value, Verdict, assertion, promptkit_names
 
 
@@ -87,10 +87,6 @@ def starts_with(ctx: Ctx) -> Verdict:
     return Verdict(found, quoting(ctx, found, "start with ", ctx.value))
 
 
-JS_TRIM = " \t\n\x0b\f\r\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
-          "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"  # JavaScript's \\s and trim()
-
-
 def split_items(value: Any) -> list[str]:
     """promptfoo's list for contains-any/all: a list's items as strings, or a string split as
     its parseCommaSeparatedValues splits it (quotes keep commas; inside quotes `""`, `\\"`
@@ -103,19 +99,19 @@ def split_items(value: Any) -> list[str]:
     items: list[str] = []
     i = 0
     while True:
-        while i < len(value) and value[i] in JS_TRIM + ",":
+        while i < len(value) and value[i] in JS_SPACE + ",":
             i += 1
         if i >= len(value):
             return items
         if value[i] != '"':
             end = value.find(",", i)
             end = len(value) if end < 0 else end
-            items.append(value[i:end].strip(JS_TRIM))
+            items.append(value[i:end].strip(JS_SPACE))
             i = end
             continue
         item, i = _quoted_item(value, i + 1)
         items.append(item)
-        while i < len(value) and value[i] in JS_TRIM:
+        while i < len(value) and value[i] in JS_SPACE:
             i += 1
         if i < len(value) and value[i] != ",":
             raise ValueError(f"expected a comma after the quoted item {item!r} in {value!r}")
@@ -211,13 +207,12 @@ def _list_verdict(ctx: Ctx, fold: bool, every: bool) -> Verdict:
     return Verdict(found, expect, detail=detail)
 
 
-_SPACE = "".join(f"\\x{{{ord(c):x}}}" for c in JS_TRIM)
 
 
 def plain_items(text: pl.Expr) -> pl.Expr:
     """split_items in Polars for text without quotes (null for the rest, and for no items)."""
-    plain = ~text.str.contains('"', literal=True) & text.str.contains(f"[^,{_SPACE}]")
-    items = text.str.split(",").list.eval(pl.element().str.strip_chars(JS_TRIM))
+    plain = ~text.str.contains('"', literal=True) & text.str.contains(f"[^,{JS_SPACE_CLASS}]")
+    items = text.str.split(",").list.eval(pl.element().str.strip_chars(JS_SPACE))
     return pl.when(plain).then(items.list.filter(pl.element() != ""))
 
 
@@ -339,6 +334,21 @@ def _js_test(text: str | None, rx: JsRegex) -> Outcome:
     return rx.search(text), None
 
 
+def js_matches(rx: JsRegex, text: pl.Expr) -> pl.Expr:
+    """Whether each text matches, as JavaScript's `RegExp.test` says: in Rust where it can,
+    else once per distinct text in Python."""
+    if rx.backtracking and rx.units is None:
+        return over_distinct(text, lambda t: (rx.search(t), None)).struct.field("ok")
+    if rx.units is None:
+        return text.str.contains(rx.pattern)
+    astral = text.str.contains(ASTRAL)
+    found = text.str.contains(rx.pattern) if not rx.backtracking else \
+        over_distinct(text, lambda t: (rx.search(t), None)).struct.field("ok")
+    by_units = over_distinct(pl.when(astral).then(text),
+                             lambda t: (None if t is None else rx.search_units(t), None))
+    return pl.when(astral).then(by_units.struct.field("ok")).otherwise(found)
+
+
 # a pattern without a JavaScript metacharacter matches where its text occurs: a substring
 _PLAIN = r"^[^\\^$.|?*+()\[\]{}]+$"
 
@@ -348,7 +358,7 @@ def regex(ctx: Ctx) -> Verdict:
     """Output matches the JavaScript regular expression (search anywhere, no flags)."""
     rx: JsRegex | None = ctx.fixed
     if rx is not None:
-        return Verdict(ctx.once(rx.matches(ctx.output)), f"match /{rx.source}/")
+        return Verdict(ctx.once(js_matches(rx, ctx.output)), f"match /{rx.source}/")
     # per row: plain-text patterns are substring searches; Rust runs the other patterns it
     # can (a column of patterns, each compiled once); the patterns it cannot, and
     # UTF-16-sensitive ones on text beyond U+FFFF, run in Python once per distinct pair
@@ -428,7 +438,7 @@ def finish_reason(ctx: Ctx) -> Verdict:
 @assertion("is-refusal", value=Value.NONE, needs_text=False)
 def is_refusal(ctx: Ctx) -> Verdict:
     """The output reads as a refusal (promptfoo's prefixes and phrases); no text counts as one."""
-    text = ctx.output.str.to_lowercase().str.strip_chars(JS_CHARS).str.replace_all(APOSTROPHES, "'")
+    text = ctx.output.str.to_lowercase().str.strip_chars(JS_SPACE).str.replace_all(APOSTROPHES, "'")
     refused = (pl.any_horizontal([text.str.starts_with(p) for p in PREFIXES])
                | text.str.contains(REFUSAL))
     kind = pl.col("output_kind")
@@ -445,7 +455,7 @@ def is_refusal(ctx: Ctx) -> Verdict:
     return Verdict(raw, "be a refusal", score=score, detail=detail)
 
 
-# PromptKit's names for these checks (suites/promptkit.py translates `type` + `params`)
+# PromptKit's names for these checks (assertions/reading/promptkit.py translates `type` + `params`)
 promptkit_names("icontains-all", "contains", "content_includes", params={"patterns": "value"})
 promptkit_names("regex", "regex", "content_matches", params={"pattern": "value"})
 promptkit_names("icontains-any", "contains_any", "content_includes_any",

@@ -16,8 +16,8 @@ import orjson
 import polars as pl
 
 from ..js.jsonvalue import same_value
-from ._support.distinct import Outcome, over_distinct
-from ._support.values import number
+from .batch.distinct import Outcome, over_distinct
+from .batch.values import number
 from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
 from .text import plain_items, split_items
 
@@ -289,7 +289,7 @@ def tool_no_repeat(ctx: Ctx) -> Verdict:
                        lambda p: f"call no tool more than {p[1]} time(s) in a row",
                        over=pl.col("tool_calls"))
 
-# PromptKit's names for these checks (suites/promptkit.py translates `type` + `params`)
+# PromptKit's names for these checks (assertions/reading/promptkit.py translates `type` + `params`)
 promptkit_names("tools-called", "tools_called", "tool_called", params={"tool_names": "value"})
 promptkit_names("tools-not-called", "tools_not_called", params={"tool_names": "value"})
 promptkit_names("tool-args", "tool_args",

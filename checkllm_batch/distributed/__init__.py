@@ -2,7 +2,7 @@
 Parquet fragments (or a Ray Dataset's blocks) evaluated by Ray tasks into Parquet shards,
 loaded into the results database as one run. See docs/ray.md."""
 
-from .batch import evaluate_frames
+from ..run.batches import evaluate_frames
 from .engine import evaluate_on, evaluate_ray
 
 __all__ = ["evaluate_frames", "evaluate_on", "evaluate_ray"]

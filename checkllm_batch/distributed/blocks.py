@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from ..load.outputs import check_columns
+from ..load.columns import check_columns
 from .fragments import group_sizes
 
 DATASET = "<ray dataset>"  # the name of the outputs in the run's record and in errors

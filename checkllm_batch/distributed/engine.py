@@ -14,21 +14,24 @@ import os
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
 import polars as pl
 
+from ..analysis.run import Run
 from ..assertions.registry import Kind
-from ..errors import CheckLLMError, InputError, Interrupted, did_you_mean
+from ..errors import CheckLLMError, InputError, did_you_mean
+from ..evaluate.judging.hook import JudgeHook
+from ..evaluate.judging.session import close_hook, open_hook
 from ..evaluate.plan import Plan, build_plan
 from ..judge.protocol import Judge
-from ..metrics import named
+from ..run import lifecycle
+from ..run.batches import TABLES
 from ..store import results as store
-from ..store.across import finish_across
 from ..suites.judge import JudgeConfig
 from ..suites.model import Suite
-from .batch import TABLES
 from .blocks import DATASET, is_dataset, plan_blocks
 from .fragments import filesystem, parquet_files, plan_fragments
 from .judging import rounds
@@ -93,33 +96,42 @@ def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory
         work = Work(suite, source, directory, batch_rows, judge_config, refs)
         if con is None:
             with _judge(plan, store.connect(":memory:"), None, judge_config, judge) as hook:
-                work.run(fragments, hook.runner, num_cpus)
+                try:
+                    work.run(fragments, hook.runner, num_cpus)
+                except BaseException as e:
+                    _discard(directory, fragments, e)
+                    raise
             return manifest
-        if resume:  # its committed batches are whole fragments: they are not loaded again
-            run_id, committed = resume, store.resume_run(con, resume, suite, None)
-        else:
-            run_id, committed = store.start_run(
-                con, suite, source, {**(config or {}), "engine": "ray", "results": results,
-                                     "judge": judge_config.record()}), 0
-        try:
-            with _judge(plan, con, run_id, judge_config, judge) as hook:
-                work.run(fragments, hook.runner, num_cpus)
-                _load(con, run_id, directory,
-                      [f for f in fragments if f.first_case_id >= committed])
-                with store.transaction(con):  # as api.evaluate finishes a run
-                    finish_across(con, run_id, plan, hook)  # select-best, max-score
-                    named.compute(con, run_id, suite)
-                    store.finish_run(con, run_id)
-        except BaseException as e:
-            interrupted = isinstance(e, KeyboardInterrupt)
-            store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
-                           "interrupted" if interrupted else "failed")
-            if interrupted:
-                raise Interrupted(run_id) from e
-            raise
-    from ..api import Run
-
+        config = {**(config or {}), "engine": "ray", "results": results,
+                  "judge": judge_config.record()}
+        # a resumed run's committed batches are whole fragments: they are not loaded again
+        run_id, committed = lifecycle.begin(con, suite, source, config, resume)
+        hook = open_hook(plan, con, run_id, judge_config, judge=judge)
+        with lifecycle.recorded(con, run_id, partial(_stop, hook, directory, fragments)):
+            work.run(fragments, hook.runner, num_cpus)
+            _load(con, run_id, directory, [f for f in fragments if f.first_case_id >= committed])
+            lifecycle.finish(con, run_id, plan, hook)
+        close_hook(hook)
     return Run(con, run_id)
+
+
+def _stop(hook: JudgeHook, directory: str, fragments: list, error: BaseException) -> None:
+    """The driver's judge closed before the run is recorded as failed; see _discard."""
+    close_hook(hook)
+    _discard(directory, fragments, error)
+
+
+def _discard(directory: str, fragments: list, error: BaseException) -> None:
+    """Bad input in a fragment: the shards of the others are removed with the manifest, as
+    the single-machine run removes its stored rows. They are no run's results, and no
+    resume can go past the bad row (the fixed file is another file)."""
+    if not isinstance(error, InputError):
+        return  # kept: a resume takes them up
+    fs, manifest = filesystem(f"{directory.rstrip('/')}/{MANIFEST}")
+    paths = [filesystem(shard_path(directory, t, f.index))[1] for f in fragments for t in TABLES]
+    for info in fs.get_file_info([manifest, *paths]):
+        if info.is_file:
+            fs.delete_file(info.path)
 
 
 def _units(outputs: Any, batch_rows: int, resume: str | None
@@ -196,8 +208,6 @@ def _manifest(directory: str, suite: Suite, source: str, fragments: list, reuse:
 @contextmanager
 def _judge(plan: Plan, con, run_id: str | None, config: JudgeConfig, judge: Judge | None):
     """The run's judge hook in this process: its one Runner (None without a judge)."""
-    from ..evaluate.judging.session import close_hook, open_hook
-
     hook = open_hook(plan, con, run_id, config, judge=judge)
     try:
         yield hook
@@ -236,9 +246,13 @@ class Work:
 
             def run_round(todo: list, known: dict) -> list:
                 replies = ray.put(known)
-                outs = ray.get([task.remote(suite, f, self.directory, self.batch_rows,
-                                            self.judge_config, replies, *self.data(f))
-                                for f in todo])
+                refs = [task.remote(suite, f, self.directory, self.batch_rows,
+                                    self.judge_config, replies, *self.data(f)) for f in todo]
+                try:
+                    outs = ray.get(refs)
+                except ray.exceptions.RayTaskError:  # the others end first: no shard is
+                    ray.wait(refs, num_returns=len(refs))  # written after the error is
+                    raise
                 return [(f, out.get("missing", [])) for f, out in zip(todo, outs)]
 
             try:

@@ -10,9 +10,9 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
-from ..load.outputs import checked
+from ..load.columns import checked
+from ..run.batches import TABLES, BatchEvaluator
 from ..suites.model import Suite
-from .batch import TABLES, BatchEvaluator
 from .fragments import filesystem
 from .judging import RecordingRunner
 
@@ -34,7 +34,7 @@ def run_unit(suite: Suite, unit: Any, results: str, batch_rows: int, judge_confi
     its Ray blocks) into its shards: the counts of its test statuses. With judge requests
     not in `known` (replies by hash), nothing is written: {"missing": requests}."""
     runner = RecordingRunner(known or {}) if judge_config and judge_config.enabled else None
-    evaluator = BatchEvaluator(suite, unit.name, judge_config, runner)
+    evaluator = BatchEvaluator.of(suite, unit.name, judge_config, runner)
     parts: dict[str, list[pl.DataFrame]] = {t: [] for t in TABLES}
     first = unit.first_case_id
     for batch in unit.batches(data, batch_rows):

@@ -18,6 +18,7 @@ from ..assertions import RowValues
 from ..assertions.graded import NO_JUDGE, PENDING
 from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
 from ..js import template
+from .judging.jury import VOTES
 from .outcome import RESULT_SCHEMA, Reasons, Stop, outcome, stopped
 from .plan import Plan, Planned
 from .sets import combine_sets
@@ -46,9 +47,10 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
             parts.extend(_run(rows, [compile_assertion(p, rows, providers)]))
     if shared:  # one query: Polars runs the assertions' expressions in parallel
         parts.extend(_run(cases, shared))
-    # judge and error rows have no named scores: the diagonal concat gives them nulls
-    results = pl.concat([pl.DataFrame(schema={**RESULT_SCHEMA, "named_scores": NAMED_SCORES}),
-                         *parts], how="diagonal_relaxed")
+    # judge and error rows have no named scores, and only a jury's rows votes (judging/
+    # jury.py): the diagonal concat gives the others nulls
+    empty = pl.DataFrame(schema={**RESULT_SCHEMA, "named_scores": NAMED_SCORES, "votes": VOTES})
+    results = pl.concat([empty, *parts], how="diagonal_relaxed")
     results = _with_slots(results, plan.slots)
     if plan.sets.height:
         results = pl.concat([results, combine_sets(plan, results)], how="diagonal_relaxed")

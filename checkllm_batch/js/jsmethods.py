@@ -17,7 +17,8 @@ from typing import Any
 
 import jinja2
 
-from .jsvalue import JS_SPACE, is_number, js_number, js_print, js_string, strict_equal, to_number
+from .jsvalue import is_number, js_number, js_print, js_string, strict_equal, to_number
+from .whitespace import JS_SPACE
 
 _MISSING = jinja2.Undefined()  # an argument not given is undefined, as in JavaScript
 

@@ -15,9 +15,8 @@ from typing import Any
 
 import jinja2
 
-# JavaScript's \s (trim, Number(), parseInt) differs from Python's str.isspace.
-JS_SPACE = " \t\n\x0b\x0c\r\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
-           "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+from .whitespace import JS_SPACE  # (trim, Number(), parseInt): not str.isspace
+
 _DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 _RADIX = re.compile(r"0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
 

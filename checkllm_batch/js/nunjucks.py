@@ -32,7 +32,6 @@ from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import Cycler, Joiner
 
 from .jsvalue import (
-    JS_SPACE,
     arithmetic,
     as_js_number,
     js_number,
@@ -45,6 +44,7 @@ from .jsvalue import (
     to_number,
 )
 from .nunjucks_filters import FILTERS, TESTS, Array, Undefined, is_js, js, js_get, js_object
+from .whitespace import JS_SPACE
 
 __all__ = ["TemplateError", "js_number", "js_print", "referenced_vars", "render",
            "resolve_vars", "syntax_error"]

@@ -21,7 +21,6 @@ import jinja2
 
 from .jsmethods import method
 from .jsvalue import (
-    JS_SPACE,
     arithmetic,
     as_js_number,
     is_nullish,
@@ -37,6 +36,7 @@ from .jsvalue import (
     to_number,
     truthy,
 )
+from .whitespace import JS_SPACE
 
 
 class Undefined(jinja2.ChainableUndefined):

@@ -14,13 +14,15 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Problem, Where
 
 
 class LineDict(dict):
-    """A mapping that remembers the (1-based) line it was written on."""
+    """A mapping that remembers the (1-based) line it was written on (or, in a suite given as
+    a mapping, its key path: `tests[2].assert[0]`)."""
 
     line: int | None = None
+    key: str | None = None
 
 
 class _Loader(yaml.SafeLoader):
@@ -108,14 +110,14 @@ def load_yaml_text(text: str, source: str) -> Any:
     except yaml.reader.ReaderError as e:  # a control character: no mark, a position
         line = text[:e.position].count("\n") + 1
         code = e.character if isinstance(e.character, int) else ord(e.character)
-        raise ConfigError([f"{source}:{line}: invalid YAML: control character U+{code:04X} is "
-                           "not allowed"]) from None
+        raise ConfigError([Problem(Where(source, line), f"invalid YAML: control character "
+                                   f"U+{code:04X} is not allowed")]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        at = f":{mark.line + 1}" if mark else ""
-        raise ConfigError([f"{source}{at}: invalid YAML: {getattr(e, 'problem', e)}"]) from None
+        where = Where(source, mark.line + 1 if mark else None)
+        raise ConfigError([Problem(where, f"invalid YAML: {getattr(e, 'problem', e)}")]) from None
     except RecursionError:
-        raise ConfigError([f"{source}: invalid YAML: nested too deeply"]) from None
+        raise ConfigError([Problem(Where(source), "invalid YAML: nested too deeply")]) from None
     finally:
         if loader is not None:
             loader.dispose()
@@ -129,8 +131,8 @@ def _check_size(root: yaml.Node, source: str) -> None:
     while stack:
         node, depth, children_done = stack.pop()
         if depth > MAX_DEPTH:
-            raise ConfigError([f"{source}:{node.start_mark.line + 1}: invalid YAML: nested "
-                               f"more than {MAX_DEPTH} levels deep"])
+            raise ConfigError([Problem(Where(source, node.start_mark.line + 1),
+                                       f"invalid YAML: nested more than {MAX_DEPTH} levels deep")])
         children = _children(node)
         if id(node) in sizes:
             continue
@@ -140,8 +142,8 @@ def _check_size(root: yaml.Node, source: str) -> None:
             continue
         sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
         if sizes[id(node)] > MAX_NODES:
-            raise ConfigError([f"{source}:{node.start_mark.line + 1}: invalid YAML: aliases "
-                               f"expand it past {MAX_NODES:,} values"])
+            raise ConfigError([Problem(Where(source, node.start_mark.line + 1),
+                                       f"invalid YAML: aliases expand it past {MAX_NODES:,} values")])
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -154,7 +156,7 @@ def load_yaml(path: Path) -> Any:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ConfigError([f"{path}: cannot read: {e.strerror}"]) from None
+        raise ConfigError([Problem(Where(str(path)), f"cannot read: {e.strerror}")]) from None
     return load_yaml_text(decode(data, path), str(path))
 
 
@@ -164,5 +166,6 @@ def decode(data: bytes, path: Path | str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
-        raise ConfigError([f"{path}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at "
-                           f"offset {e.start}); save the file as UTF-8"]) from None
+        raise ConfigError([Problem(Where(str(path), line), f"not UTF-8 text (byte "
+                                   f"{data[e.start]:#04x} at offset {e.start}); save the file as "
+                                   "UTF-8")]) from None

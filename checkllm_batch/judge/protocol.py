@@ -17,13 +17,16 @@ from typing import Any, Callable, Protocol
 
 @dataclass(frozen=True)
 class Request:
-    """One judge call. Its hash (model, full messages or input, parameters) is its identity."""
+    """One judge call. Its hash (model, full messages or input, parameters) is its identity;
+    `repeat` (the n-th grading of the same request, at the judge's temperature) is part of
+    it from the second on, so each repeat is cached apart and the first keeps its hash."""
 
     kind: str  # "chat" or "embedding"
     model: str
     messages: tuple[tuple[str, str], ...] = ()  # (role, content), for chat
     input: str | None = None  # for embedding
     params: tuple[tuple[str, Any], ...] = ()  # sorted (name, value): temperature, max_tokens...
+    repeat: int = 0  # not sent: the endpoint sees the same body each time
 
     def body(self) -> dict[str, Any]:
         """The JSON body sent to the endpoint (no key, no headers)."""
@@ -34,7 +37,8 @@ class Request:
 
     @property
     def hash(self) -> str:
-        text = json.dumps([self.kind, self.body()], sort_keys=True, ensure_ascii=False)
+        identity = [self.kind, self.body()] + ([self.repeat] if self.repeat else [])
+        text = json.dumps(identity, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
     @property
@@ -51,9 +55,10 @@ class Request:
         return len(self.input or "") + sum(len(c) for _, c in self.messages)
 
 
-def chat(model: str, messages: list[tuple[str, str]], **params: Any) -> Request:
+def chat(model: str, messages: list[tuple[str, str]], repeat: int = 0, **params: Any) -> Request:
     return Request("chat", model, tuple(messages),
-                   params=tuple(sorted((k, v) for k, v in params.items() if v is not None)))
+                   params=tuple(sorted((k, v) for k, v in params.items() if v is not None)),
+                   repeat=repeat)
 
 
 def embedding(model: str, text: str) -> Request:

@@ -34,7 +34,7 @@ def finish_across(con: duckdb.DuckDBPyConnection, run_id: str, plan: Plan,
         update = decide(plan, hook, p, cases, results).to_arrow()  # noqa: F841  (read by DuckDB)
         con.execute("""
             UPDATE assertion_results a SET status = u.status, pass = u.pass, score = u.score,
-                   reason = u.reason
+                   reason = u.reason, votes = u.votes
             FROM update u WHERE a.run_id = ? AND a.case_id = u.case_id
               AND a.assertion_index = u.assertion_index""", [run_id])
         affected |= set(cases["case_id"].to_list())

@@ -89,6 +89,16 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
         run_id VARCHAR PRIMARY KEY, path VARCHAR, bytes BIGINT, modified_ns BIGINT,
         var_names VARCHAR[], vars_heads VARCHAR[]);
     """),
+    # the pass-rate views gain their 95 % Wilson interval (pass_rate_low, pass_rate_high):
+    # no table changes, applying it re-creates the views in databases written before
+    ("0008_pass_rate_intervals", lambda con: None),
+    # a jury's or repeated judge's gradings of each result (judge models / repeat): one
+    # struct per juror x repeat, as the assertion reads them; NULL for a single grading.
+    # The views juror_verdicts, judge_consistency and jury_agreement read them.
+    ("0009_judge_votes", """
+    ALTER TABLE assertion_results ADD COLUMN votes
+        STRUCT(juror VARCHAR, repeat INTEGER, pass BOOLEAN, score DOUBLE, reason VARCHAR)[];
+    """),
 ]
 
 

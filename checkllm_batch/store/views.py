@@ -11,6 +11,7 @@ from __future__ import annotations
 import duckdb
 
 from .cases import create_cases_view, sql_string
+from .votes import create_vote_views
 
 TABLES = {
     "runs": "one row per evaluation run: status, suite, outputs, config, case count",
@@ -30,42 +31,71 @@ TABLES = {
 
 _CASE = "c.run_id, c.case_id, c.provider, c.prompt, c.test_id, c.description"
 
+Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
+
+
+def wilson_sql(passed: str, n: str) -> tuple[str, str]:
+    """The Wilson score interval (95 %) of passed / n: two SQL expressions (low, high) over
+    the column expressions `passed` and `n`, NULL when n is 0. Closed form, so it costs
+    nothing; unlike the normal (Wald) interval it stays inside [0, 1] and is not empty at
+    0 % or 100 %."""
+    z2 = f"{Z95 ** 2!r}"
+    passed, n = f"({passed})::DOUBLE", f"({n})::DOUBLE"  # passed * failed outgrows integers
+    centre = f"(({passed}) + {z2} / 2) / (({n}) + {z2})"
+    half = (f"{Z95!r} * sqrt(({passed}) * (({n}) - ({passed})) / ({n}) + {z2} / 4)"
+            f" / (({n}) + {z2})")
+    return (f"CASE WHEN ({n}) > 0 THEN greatest(0, {centre} - {half}) END",
+            f"CASE WHEN ({n}) > 0 THEN least(1, {centre} + {half}) END")
+
+
+def wilson_columns(passed: str, n: str) -> str:
+    """`pass_rate_low, pass_rate_high` columns for a SELECT list."""
+    low, high = wilson_sql(passed, n)
+    return f"{low} AS pass_rate_low, {high} AS pass_rate_high"
+
+
+_PASSED = "COUNT(*) FILTER (a.status = 'pass')"
+_GRADED = "COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error'))"
+
 VIEWS: dict[str, tuple[str, str]] = {
     "case_results": (("one row per case with its test verdict: provider, prompt, vars, output, "
                      "status, score, reason"), f"""
         SELECT {_CASE}, c.vars, c.output, t.status, t.pass, t.score, t.reason,
                c.latency_ms, c.cost
         FROM cases c JOIN test_results t USING (run_id, case_id)"""),
-    "pass_rates": (("test pass rate per run x provider x prompt, with fail/error counts and "
-                   "mean score"), """
+    "pass_rates": (("test pass rate per run x provider x prompt with its 95 % Wilson interval "
+                   "(pass_rate_low, pass_rate_high), fail/error counts and mean score"), f"""
         SELECT c.run_id, c.provider, c.prompt, COUNT(*) AS cases,
                COUNT(*) FILTER (t.status = 'pass') AS passed,
                COUNT(*) FILTER (t.status = 'fail') AS failed,
                COUNT(*) FILTER (t.status = 'error') AS errors,
                COUNT(*) FILTER (t.status = 'pass') / COUNT(*) AS pass_rate,
+               {wilson_columns("COUNT(*) FILTER (t.status = 'pass')", "COUNT(*)")},
                AVG(t.score) AS mean_score
         FROM case_rows c JOIN test_results t USING (run_id, case_id)
         GROUP BY ALL"""),
-    "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type "
-                           "(metric-only counters apart; errors and skips counted apart)"), """
+    "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type, with "
+                           "its 95 % Wilson interval (metric-only counters apart; errors and "
+                           "skips counted apart)"), f"""
         SELECT c.run_id, c.provider, a.type, COALESCE(a.metric_only, false) AS metric_only,
                COUNT(*) AS results,
                COUNT(*) FILTER (a.status = 'pass') AS passed,
                COUNT(*) FILTER (a.status = 'fail') AS failed,
                COUNT(*) FILTER (a.status = 'error') AS errors,
                COUNT(*) FILTER (a.status = 'skipped') AS skipped,
-               COUNT(*) FILTER (a.status = 'pass')
-                 / NULLIF(COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')), 0) AS pass_rate,
+               {_PASSED} / NULLIF({_GRADED}, 0) AS pass_rate,
+               {wilson_columns(_PASSED, _GRADED)},
                AVG(a.score) AS mean_score
         FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         GROUP BY ALL"""),
-    "pass_rates_by_metric": ("assertion pass rate per run x provider x named metric", """
+    "pass_rates_by_metric": (("assertion pass rate per run x provider x named metric, with "
+                             "its 95 % Wilson interval"), f"""
         SELECT c.run_id, c.provider, a.metric, COUNT(*) AS results,
                COUNT(*) FILTER (a.status = 'pass') AS passed,
                COUNT(*) FILTER (a.status = 'fail') AS failed,
                COUNT(*) FILTER (a.status = 'error') AS errors,
-               COUNT(*) FILTER (a.status = 'pass')
-                 / NULLIF(COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')), 0) AS pass_rate,
+               {_PASSED} / NULLIF({_GRADED}, 0) AS pass_rate,
+               {wilson_columns(_PASSED, _GRADED)},
                AVG(a.score) AS mean_score
         FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
         WHERE a.metric IS NOT NULL
@@ -128,6 +158,48 @@ _LABELS = """
 
 _LABEL_PARAMS = "gold_var, predicted_path := NULL, normalize_labels := true"
 
+def report_sql(counts: str, keys: tuple[str, ...]) -> str:
+    """Precision / recall / F1 / support per class, then the 'macro avg' and 'micro avg'
+    rows, per `keys`, from `counts`: a relation of (keys, actual, predicted, n) with n > 0.
+    The classification_report macro runs it on the labels' counts; the bootstrap on each
+    replicate's (analysis/classify.py)."""
+    on = " AND ".join(f"l.{k} IS NOT DISTINCT FROM k.{k}" for k in keys)
+    key_list, k_keys = ", ".join(keys), ", ".join(f"k.{k}" for k in keys)
+    return f"""
+        , classes AS (SELECT {key_list}, actual AS class FROM {counts} UNION
+                      SELECT {key_list}, predicted FROM {counts} WHERE predicted IS NOT NULL),
+        counted AS (
+            SELECT {k_keys}, k.class,
+                   COALESCE(SUM(l.n) FILTER (l.actual = k.class AND l.predicted = k.class), 0)
+                     AS tp,
+                   COALESCE(SUM(l.n) FILTER (l.actual <> k.class AND l.predicted = k.class), 0)
+                     AS fp,
+                   COALESCE(SUM(l.n) FILTER (l.actual = k.class
+                                             AND l.predicted IS DISTINCT FROM k.class), 0) AS fn,
+                   COALESCE(SUM(l.n) FILTER (l.actual = k.class), 0) AS support
+            FROM classes k JOIN {counts} l ON {on}
+            GROUP BY ALL),
+        per_class AS (
+            SELECT {key_list}, class, tp::BIGINT AS tp, fp::BIGINT AS fp, fn::BIGINT AS fn,
+                   support::BIGINT AS support,
+                   tp / NULLIF(tp + fp, 0) AS precision, tp / NULLIF(tp + fn, 0) AS recall,
+                   2 * tp / NULLIF(2 * tp + fp + fn, 0) AS f1
+            FROM counted)
+        SELECT {key_list}, class, tp, fp, fn, support, precision, recall, f1
+        FROM per_class
+        UNION ALL
+        SELECT {key_list}, 'macro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
+               SUM(support)::BIGINT,
+               AVG(COALESCE(precision, 0)), AVG(COALESCE(recall, 0)), AVG(COALESCE(f1, 0))
+        FROM per_class GROUP BY ALL
+        UNION ALL
+        SELECT {key_list}, 'micro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
+               SUM(support)::BIGINT,
+               SUM(tp) / NULLIF(SUM(tp) + SUM(fp), 0), SUM(tp) / NULLIF(SUM(tp) + SUM(fn), 0),
+               2 * SUM(tp) / NULLIF(2 * SUM(tp) + SUM(fp) + SUM(fn), 0)
+        FROM per_class GROUP BY ALL"""
+
+
 MACROS: dict[str, tuple[str, str, str]] = {
     "labels": (_LABEL_PARAMS,
                ("labels('gold_var'): per case, the gold label (a var) and the predicted label "
@@ -141,39 +213,11 @@ MACROS: dict[str, tuple[str, str, str]] = {
     "classification_report": (
         _LABEL_PARAMS,
         ("classification_report('gold_var'): per class, plus macro and micro averages, precision "
-        "/ recall / F1 / support per run x provider"), """
-        WITH l AS (FROM labels(gold_var, predicted_path := predicted_path,
-                     normalize_labels := normalize_labels)),
-        classes AS (SELECT run_id, provider, actual AS class FROM l UNION
-                    SELECT run_id, provider, predicted FROM l WHERE predicted IS NOT NULL),
-        counts AS (
-            SELECT k.run_id, k.provider, k.class,
-                   COUNT(*) FILTER (l.actual = k.class AND l.predicted = k.class) AS tp,
-                   COUNT(*) FILTER (l.actual <> k.class AND l.predicted = k.class) AS fp,
-                   COUNT(*) FILTER (l.actual = k.class AND l.predicted IS DISTINCT FROM k.class)
-                     AS fn,
-                   COUNT(*) FILTER (l.actual = k.class) AS support
-            FROM classes k JOIN l ON l.run_id = k.run_id
-                 AND l.provider IS NOT DISTINCT FROM k.provider
-            GROUP BY ALL),
-        per_class AS (
-            SELECT run_id, provider, class, tp, fp, fn, support,
-                   tp / NULLIF(tp + fp, 0) AS precision, tp / NULLIF(tp + fn, 0) AS recall,
-                   2 * tp / NULLIF(2 * tp + fp + fn, 0) AS f1
-            FROM counts)
-        SELECT run_id, provider, class, tp, fp, fn, support, precision, recall, f1
-        FROM per_class
-        UNION ALL
-        SELECT run_id, provider, 'macro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
-               SUM(support)::BIGINT,
-               AVG(COALESCE(precision, 0)), AVG(COALESCE(recall, 0)), AVG(COALESCE(f1, 0))
-        FROM per_class GROUP BY ALL
-        UNION ALL
-        SELECT run_id, provider, 'micro avg', SUM(tp)::BIGINT, SUM(fp)::BIGINT, SUM(fn)::BIGINT,
-               SUM(support)::BIGINT,
-               SUM(tp) / NULLIF(SUM(tp) + SUM(fp), 0), SUM(tp) / NULLIF(SUM(tp) + SUM(fn), 0),
-               2 * SUM(tp) / NULLIF(2 * SUM(tp) + SUM(fp) + SUM(fn), 0)
-        FROM per_class GROUP BY ALL"""),
+        "/ recall / F1 / support per run x provider"), f"""
+        WITH l AS (SELECT run_id, provider, actual, predicted, COUNT(*) AS n
+                   FROM labels(gold_var, predicted_path := predicted_path,
+                               normalize_labels := normalize_labels) GROUP BY ALL)
+        {report_sql("l", ("run_id", "provider"))}"""),
     "fscore": ("tp_metric, fp_metric, fn_metric",
                ("fscore('tp', 'fp', 'fn'): precision, recall and F1 from the F-score recipe's "
                "counter metrics, per run x provider x prompt"), """
@@ -225,6 +269,8 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")
     con.execute(f"CREATE OR REPLACE VIEW judge_costs AS {judge_costs_sql(con)}")
     con.execute(f"COMMENT ON VIEW judge_costs IS {sql_string(_JUDGE_COMMENT)}")
+    # juries and repeats: their own block (store/votes.py)
+    create_vote_views(con, stored)
     for name, (params, comment, query) in MACROS.items():
         con.execute(f"CREATE OR REPLACE MACRO {name}({params}) AS TABLE {query}")
         con.execute(f"COMMENT ON MACRO TABLE {name} IS {sql_string(comment)}")

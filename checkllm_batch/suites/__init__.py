@@ -1,4 +1,5 @@
-"""Suites: YAML → frozen specs (`suites.parse.load_suite`)."""
+"""Suites: promptfoo-shaped YAML (or the same as a mapping) -> frozen specs. parse.py reads
+the structure, handed how each assertion is checked (assertions/reading: `load_suite`)."""
 
 from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
 

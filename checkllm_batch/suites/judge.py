@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter
 
-from ..errors import ConfigError, Where
+from ..errors import ConfigError, Problem, Where, did_you_mean
 from .problems import validate
 from .schema import Number, Str
 
@@ -28,6 +28,19 @@ def _env_name(value: str) -> str:
 
 
 EnvName = Annotated[str, Strict(), AfterValidator(_env_name)]
+
+# how a jury's verdicts make one: most jurors, every juror, any juror, mean score vs threshold
+VOTES = ("majority", "all", "any", "mean")
+
+
+def _vote(value: str) -> str:
+    if value not in VOTES:
+        raise ValueError(f"must be one of {', '.join(VOTES)}"
+                         + did_you_mean(value, VOTES))
+    return value
+
+
+Vote = Annotated[str, Strict(), AfterValidator(_vote)]
 
 # USD per 1M tokens (input, output), synchronous prices. Batch mode bills half.
 PRICES: dict[str, tuple[float, float]] = {
@@ -78,13 +91,20 @@ class JudgeConfig:
     batch_poll_seconds: Positive = 10.0
     backoff_initial: NonNegative = 0.5  # seconds, the first wait between attempts (then doubling)
     backoff_max: NonNegative = 60.0  # seconds, the longest wait between attempts
+    models: tuple[Str, ...] | None = None  # a jury (instead of `model`)
+    vote: Vote = "majority"
+    repeat: Annotated[int, Strict(), Field(ge=1)] = 1
 
     @classmethod
     def from_sources(cls, suite: dict[str, Any] | None = None, **options: Any) -> JudgeConfig:
         """The suite's `judge:` block, then command-line options (not None) over it."""
-        raw = {**(suite or {}), **{k: v for k, v in options.items() if v is not None}}
+        given = {k: v for k, v in options.items() if v is not None}
+        suite = {k: v for k, v in (suite or {}).items()  # a model or jury given on the
+                 if not ({"model", "models"} & set(given) and k in ("model", "models"))}
+        raw = {**suite, **given}  # command line replaces the suite's, whichever it names
         _raise(validate(cls, raw, Where("judge"), "judge setting"))
         config = TypeAdapter(cls).validate_python(raw)
+        config._check_jury()
         config._check_price()
         return config
 
@@ -92,18 +112,43 @@ class JudgeConfig:
         """Every setting's type and range, also for a config built in code (a dataclass
         does not check what it is given); ConfigError lists what is wrong."""
         _raise(validate(type(self), asdict(self), Where("judge"), "judge setting"))
+        self._check_jury()
         self._check_price()
         return self
 
+    def _check_jury(self) -> None:
+        """A jury names its jurors in `models`, never beside a `model`."""
+        found = []
+        if self.models is not None and self.model:
+            found.append(f"give model or models, not both (did you mean \"models: "
+                         f"[{', '.join([self.model, *self.models])}]\"?)")
+        if self.models is not None and not self.models:
+            found.append("models is empty: name the jurors (models: [a, b, c]) or give one "
+                         "model (did you mean \"model\"?)")
+        if self.models and len(set(self.models)) < len(self.models):
+            found.append(f"models names a juror twice ({list(self.models)}): to grade more "
+                         "than once, use repeat")
+        _raise([Problem(Where("judge"), message) for message in found])
+
     def _check_price(self) -> None:
-        if self.max_cost is not None and self.model and self.price(self.model) is None:
-            raise ConfigError([f"judge: no price known for {self.model!r}: a budget needs one "
-                               f"(judge: prices: {{{self.model}: [input, output]}}, "
-                               "USD per 1M tokens)"])
+        if self.max_cost is None:
+            return
+        for model in self.jurors:
+            if self.price(model) is None:
+                raise ConfigError([Problem(Where("judge"), f"no price known for {model!r}: a "
+                                           f"budget needs one (judge: prices: {{{model}: "
+                                           "[input, output]}, USD per 1M tokens)")])
+
+    @property
+    def jurors(self) -> tuple[str, ...]:
+        """The models that grade: the jury, or the one model (none: no judge)."""
+        if self.models:
+            return tuple(self.models)
+        return (self.model,) if self.model else ()
 
     @property
     def enabled(self) -> bool:
-        return bool(self.model)
+        return bool(self.jurors)
 
     def price(self, model: str) -> tuple[float, float] | None:
         price = self.prices.get(model) or PRICES.get(model)
@@ -124,11 +169,12 @@ class JudgeConfig:
         if self.base_url:  # local OpenAI-compatible servers often need no key
             return "EMPTY"
         if self._key_env_shown() == self.api_key_env:
-            raise ConfigError([f"judge: set {self.api_key_env} (the judge's API key) or a "
-                               "base_url"])
-        raise ConfigError(["judge: api_key_env names no variable of the environment, and "
-                           "looks like a key given by mistake (it is not shown): give the "
-                           "NAME of the variable holding the key, e.g. OPENAI_API_KEY"])
+            raise ConfigError([Problem(Where("judge"), f"set {self.api_key_env} (the judge's "
+                                       "API key) or a base_url")])
+        raise ConfigError([Problem(Where("judge"), "api_key_env names no variable of the "
+                                   "environment, and looks like a key given by mistake (it is "
+                                   "not shown): give the NAME of the variable holding the key, "
+                                   "e.g. OPENAI_API_KEY")])
 
     def record(self) -> dict[str, Any]:
         """What is stored with the run: every setting, the key's variable name, never the key."""
@@ -142,6 +188,6 @@ class JudgeConfig:
         return name if name in os.environ or name.upper() == name else "(withheld)"
 
 
-def _raise(found: list[str]) -> None:
+def _raise(found: list[Problem]) -> None:
     if found:
         raise ConfigError(found)

@@ -1,30 +1,57 @@
-"""pydantic's validation errors as our problems: one line each, naming the place.
+"""The problems a suite has, each a record naming its place (errors.Problem), collected
+while reading (Problems) and raised once; pydantic's validation errors as such problems.
 
     validate(schema.Test, raw, Where("suite.yaml", 4, "test 2"), "test field")
-    -> ["suite.yaml:4, test 2: threshold must be a number, got 'high'"]
+    -> [Problem(Where("suite.yaml", 4, "test 2"), "threshold must be a number, got 'high'")]
 
-The line is the innermost mapping's (YAML mappings remember theirs); errors at one place
-(a union's alternatives) are one line; an unknown key gets the closest valid name.
+The place is the innermost mapping's (YAML mappings remember their line, the mappings of a
+suite given as data their key path); errors at one place (a union's alternatives) are one
+problem; an unknown key gets the closest valid name.
 """
 
 from __future__ import annotations
 
 import reprlib
+from dataclasses import replace
 from functools import cache
+from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from ..errors import Where, did_you_mean
+from ..errors import Problem, Where, did_you_mean
 
 SECRET_FIELDS = {"api_key_env"}  # a key given here by mistake is never echoed
 _SHORT = reprlib.Repr()
 _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 60, 60, 40
 
 
-def validate(model: Any, raw: Any, where: Where, noun: str = "field") -> list[str]:
-    """Every way `raw` breaks `model` (a pydantic model or a type), one line each."""
+class Problems(list[Problem]):
+    """The problems found, and on the way every file the suite reads (its inputs, which
+    nothing may overwrite: see Suite.files)."""
+
+    def __init__(self, found: list[Problem], files: list[Path]) -> None:
+        super().__init__(found)
+        self.files = files
+
+    def add(self, where: Where, message: str) -> None:
+        self.append(Problem(where, message))
+
+    def read(self, file: Path) -> Path:
+        self.files.append(file)
+        return file
+
+
+def at(node: Any, where: Where) -> Where:
+    """`where`, moved to `node`'s own place when it has one: its line in a YAML file, its key
+    path in a suite given as a mapping."""
+    line, key = getattr(node, "line", None), getattr(node, "key", None)
+    return where if line is None and key is None else replace(where, line=line, key=key)
+
+
+def validate(model: Any, raw: Any, where: Where, noun: str = "field") -> list[Problem]:
+    """Every way `raw` breaks `model` (a pydantic model or a type), one problem each."""
     try:
         _adapter(model).validate_python(raw)
     except ValidationError as e:
@@ -37,7 +64,8 @@ def _adapter(model: Any) -> TypeAdapter:
     return TypeAdapter(model)
 
 
-def _lines(errors: list[ErrorDetails], model: Any, raw: Any, where: Where, noun: str) -> list[str]:
+def _lines(errors: list[ErrorDetails], model: Any, raw: Any, where: Where,
+           noun: str) -> list[Problem]:
     """Errors at the same place (a union's alternatives) become one line."""
     by_place: dict[tuple, list[ErrorDetails]] = {}
     for error in errors:
@@ -52,26 +80,30 @@ def _lines(errors: list[ErrorDetails], model: Any, raw: Any, where: Where, noun:
     return [_line(path, errs, model, raw, where, noun) for path, errs in deepest.items()]
 
 
-def _line(path: tuple, errors: list[ErrorDetails], model: Any, raw: Any, where: Where, noun: str) -> str:
-    place = Where(where.file, _line_of(raw, path) or where.line, where.test, where.assertion)
+def _line(path: tuple, errors: list[ErrorDetails], model: Any, raw: Any, where: Where,
+          noun: str) -> Problem:
+    return Problem(_place_of(raw, path, where), _message(path, errors, model, raw, noun))
+
+
+def _message(path: tuple, errors: list[ErrorDetails], model: Any, raw: Any, noun: str) -> str:
     first = errors[0]
     if first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         known = _field_names(model, first["loc"][:-1])
-        return (f'{place}: unknown {noun if len(path) == 1 else "field"} "{_name(path)}"'
+        return (f'unknown {noun if len(path) == 1 else "field"} "{_name(path)}"'
                 + did_you_mean(str(path[-1]), known))
     if first["type"] == "invalid_key" or first["loc"][-1:] == ("[key]",):
-        return f"{place}: {_name(path[:-1]) or 'the mapping'}: key {path[-1]!r} must be a string"
+        return f"{_name(path[:-1]) or 'the mapping'}: key {path[-1]!r} must be a string"
     phrases = list(dict.fromkeys(_phrase(e) for e in errors))
     said = phrases[0] + "".join(
         (" or " if i == len(phrases) - 1 else ", ") + p.removeprefix("must be ")
         for i, p in enumerate(phrases[1:], 1))
     if first["type"] == "value_error" and isinstance(first["input"], dict):  # a whole entry's
-        return f"{place}: {_name(path)}: {said}"
+        return f"{_name(path)}: {said}"
     shown = "" if path and path[-1] in SECRET_FIELDS or first["type"] == "missing" \
         else ", got null" + (" (leave the field out for none)" if path and isinstance(
             path[-1], str) else "") if first["input"] is None \
         else f", got {_SHORT.repr(first['input'])}"
-    return f"{place}: {_name(path) or 'the value'} {said}{shown}"
+    return f"{_name(path) or 'the value'} {said}{shown}"
 
 
 def _name(path: tuple) -> str:
@@ -116,16 +148,16 @@ def _data_path(raw: Any, loc: tuple) -> tuple:
     return tuple(path)
 
 
-def _line_of(raw: Any, path: tuple) -> int | None:
-    """The line of the innermost mapping on `path` that remembers one."""
-    line, node = getattr(raw, "line", None), raw
+def _place_of(raw: Any, path: tuple, where: Where) -> Where:
+    """The place of the innermost mapping on `path` that remembers one (else `where`)."""
+    place, node = at(raw, where), raw
     for part in path:
         try:
             node = node[part]
         except (KeyError, IndexError, TypeError):
             break
-        line = getattr(node, "line", None) or line
-    return line
+        place = at(node, place)
+    return place
 
 
 def _field_names(model: Any, loc: tuple) -> set[str]:

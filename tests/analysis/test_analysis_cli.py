@@ -15,20 +15,24 @@ def invoke(*args: str):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
-def test_compare_lists_regressed_and_improved_cases_and_exits_1(two_runs):
+def test_compare_lists_regressed_and_improved_cases(two_runs):
+    """One case of six regressed: noise to the default gate (exit 0), a failure to
+    `--gate any` (exit 1, the rule before issue 32)."""
     db, run_a, run_b = two_runs
     result = invoke("compare", "--db", db, run_a, run_b)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 0, result.output
     assert "1 regressed, 2 improved, 15 unchanged, 0 added, 0 removed" in result.output
     assert "Expected output to equal \"spam\"" in result.output  # the regression's reason
-    assert "pass_rate" in result.output and "f1" in result.output
+    assert "gpt-good 100.0 % → 83.3 %, −16.7 points [" in result.output
+    assert "pass rates" in result.output and "f1" in result.output
+    assert invoke("compare", "--db", db, run_a, run_b, "--gate", "any").exit_code == 1
 
 
-def test_compare_exits_0_when_nothing_regressed(two_runs):
+def test_compare_gate_any_exits_0_when_nothing_regressed(two_runs):
     db, run_a, run_b = two_runs
-    result = invoke("compare", "--db", db, run_b, run_a)  # the other way: 2 regress
+    result = invoke("compare", "--db", db, run_b, run_a, "--gate", "any")  # 2 regress
     assert result.exit_code == 1
-    same = invoke("compare", "--db", db, run_a, run_a)
+    same = invoke("compare", "--db", db, run_a, run_a, "--gate", "any")
     assert same.exit_code == 0 and "0 regressed, 0 improved, 18 unchanged" in same.output
 
 

@@ -14,6 +14,7 @@ NOTEBOOKS = Path(__file__).parents[2] / "notebooks"
 CASES = [  # (notebook, SVG charts it draws at least, text its outputs show)
     ("quickstart.ipynb", 1, "best provider:"),
     ("metrics.ipynb", 4, "regressed"),
+    ("dataframes.ipynb", 0, "failures: 3"),
 ]
 
 

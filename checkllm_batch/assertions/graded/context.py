@@ -31,6 +31,7 @@ class Graded:
     rubric_prompt: Any = None  # the user's override, if any
     options: dict[str, Any] = field(default_factory=dict)  # the tests' merged `options`
     costs: dict[int, float] = field(default_factory=dict)  # id(item) -> cost of its calls
+    repeat: int = 0  # the n-th grading of these rows (judge `repeat`): cached apart
 
     @property
     def value(self) -> pl.Expr:
@@ -54,8 +55,9 @@ class Graded:
     def chat(self, messages: list[tuple[str, str]], shape: Shape | None = None) -> Request:
         """A chat request; with judge `structured: true`, constrained to the type's `shape`."""
         structured = shape.response_format() if shape and self.config.structured else None
-        return chat(self.model, messages, temperature=self.config.temperature,
-                    max_tokens=self.config.max_tokens, response_format=structured)
+        return chat(self.model, messages, repeat=self.repeat,
+                    temperature=self.config.temperature, max_tokens=self.config.max_tokens,
+                    response_format=structured)
 
     def read(self, shape: Shape | None, text: str) -> str:
         """A reply as its type's parser reads it: a structured reply of `shape` becomes the

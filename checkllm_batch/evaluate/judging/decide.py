@@ -10,6 +10,7 @@ from ...assertions.graded import NO_JUDGE
 from ...assertions.registry import Kind
 from ..plan import Plan, Planned
 from .hook import JudgeHook
+from .jury import VOTES
 from .rows import judged_rows
 
 
@@ -24,23 +25,30 @@ def decide(plan: Plan, hook: JudgeHook, p: Planned, cases: pl.DataFrame,
     groups = [[{"case_id": c, "output": o, "scores": scores.get(c, [])}
                for c, o in zip(ids, outs)]
               for ids, outs in grouped.select("case_id", "output").iter_rows()]
+    ordered = pl.DataFrame({"case_id": [c["case_id"] for g in groups for c in g]},
+                           schema={"case_id": pl.Int64})
+    ordered = ordered.join(cases.select("case_id", "test_index"), on="case_id",
+                           maintain_order="left")
     if not p.atype.uses_judge:
-        outcomes = p.atype.fn(None, p.spec, groups)
+        decided = _outcomes(ordered, p.atype.fn(None, p.spec, groups))
     elif hook.runner is None:
-        outcomes = [(None, None, NO_JUDGE)] * cases.height
-    else:
+        decided = _outcomes(ordered, [(None, None, NO_JUDGE)] * ordered.height)
+    else:  # a jury or repeats grade it as they grade the other types (hook.jury)
         (model, rubric, _), _tests = hook.groups(p, cases)[0]
-        outcomes = p.atype.fn(hook.graded(p, cases, model, rubric, {}), p.spec, groups)
-    ordered = [c for g in groups for c in g]
-    decided = pl.DataFrame(
-        {"case_id": [c["case_id"] for c in ordered],
-         "passed": [o[0] for o in outcomes], "score": [o[1] for o in outcomes],
-         "reason": [o[2] for o in outcomes]},
-        schema={"case_id": pl.Int64, "passed": pl.Boolean, "score": pl.Float64,
-                "reason": pl.String})
-    decided = decided.join(cases.select("case_id", "test_index"), on="case_id")
+        decided = hook.jury(p, model, lambda juror, r: _outcomes(ordered, p.atype.fn(
+            hook.graded(p, cases, juror, rubric, {}, repeat=r), p.spec, groups)))
+    if "votes" not in decided.columns:
+        decided = decided.with_columns(votes=pl.lit(None, VOTES))
     return judged_rows(p, decided).join(plan.slots.select("test_index", "assertion_index", "key"),
                                   on=["test_index", "key"])
+
+
+def _outcomes(ordered: pl.DataFrame, outcomes: list) -> pl.DataFrame:
+    """(case_id, test_index, passed, score, reason) of `outcomes`, one per `ordered` case."""
+    return ordered.with_columns(pl.DataFrame(
+        {"passed": [o[0] for o in outcomes], "score": [o[1] for o in outcomes],
+         "reason": [o[2] for o in outcomes]},
+        schema={"passed": pl.Boolean, "score": pl.Float64, "reason": pl.String}))
 
 
 def _other_scores(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame

@@ -8,7 +8,7 @@ the cost of the batch's other graded assertions, graded here first.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 
@@ -19,6 +19,7 @@ from ...judge.protocol import JudgeRunner
 from ...suites.judge import JudgeConfig
 from ..plan import Plan, Planned
 from .cost import judge_cost
+from .jury import combine, panel
 from .rows import judged_rows
 
 
@@ -59,7 +60,8 @@ class JudgeHook:
                                   stopped=pl.lit(True))]  # or not, as every type's does
         for (model, rubric, options), tests in self.groups(p, grade_rows):
             subset = grade_rows.filter(pl.col("test_index").is_in(tests))
-            outcomes = p.atype.fn(self.graded(p, subset, model, rubric, dict(options)))
+            outcomes = self.jury(p, model, lambda juror, r: p.atype.fn(
+                self.graded(p, subset, juror, rubric, dict(options), repeat=r)))
             if "cost" in outcomes.columns:
                 self.case_cost.append(outcomes.select("case_id", "cost"))
                 outcomes = outcomes.drop("cost")
@@ -77,13 +79,28 @@ class JudgeHook:
             return pl.DataFrame(schema={"case_id": pl.Int64, "cost": pl.Float64})
         return pl.concat(self.case_cost).group_by("case_id").agg(pl.col("cost").sum())
 
-    def graded(self, p: Planned, rows: pl.DataFrame, model: str | None, rubric: Any,
-               options: dict[str, Any]) -> Graded:
-        threshold = p.spec.threshold if p.spec.threshold is not None \
-            else p.atype.default_threshold
+    def jury(self, p: Planned, model: str | None,
+             grade: Callable[[str, int], pl.DataFrame]) -> pl.DataFrame:
+        """`grade(juror, repeat)`'s outcomes, once per grading of the panel (jury.py): one
+        grader's as they are; several made one verdict, each grading kept in `votes`."""
         assert self.runner is not None
-        return Graded(p.spec, rows, threshold, self.runner, self.config,
-                      model or self.config.model or "", rubric, options)
+        before = self.runner.stats.graded
+        gradings = [(juror, r, grade(juror, r)) for juror, r in panel(self.config, model)]
+        if len(gradings) == 1:
+            return gradings[0][2]
+        # graded assertions, not gradings: the requests count each grading
+        self.runner.stats.graded = before + (self.runner.stats.graded - before) // len(gradings)
+        return combine(gradings, self.config.vote, self.threshold(p), p.spec.negate)
+
+    def threshold(self, p: Planned) -> float | None:
+        return p.spec.threshold if p.spec.threshold is not None else p.atype.default_threshold
+
+    def graded(self, p: Planned, rows: pl.DataFrame, model: str | None, rubric: Any,
+               options: dict[str, Any], repeat: int = 0) -> Graded:
+        assert self.runner is not None
+        return Graded(p.spec, rows, self.threshold(p), self.runner, self.config,
+                      model or next(iter(self.config.jurors), ""), rubric, options,
+                      repeat=repeat)
 
     def groups(self, p: Planned, rows: pl.DataFrame) -> list[tuple[tuple, list[int]]]:
         """Tests grouped by their effective (model, rubricPrompt, options), as (that

@@ -13,26 +13,32 @@ assertion.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from ..assertions.registry import PROMPTKIT, known_names
-from ..errors import did_you_mean
-from ..js.yaml12 import LineDict
-from .testfiles import PROMPTFOO_TYPES
+from ...errors import did_you_mean
+from ...js.yaml12 import LineDict
+from ..registry import PROMPTKIT, known_names
+from .cells import PROMPTFOO_TYPES
 
 # PromptKit check -> (our type, {param or param alias: our field}, fixed fields), declared
 # beside each type (assertions/*.py, `promptkit_names`)
 CHECKS = PROMPTKIT
-# PromptKit names that are also promptfoo types we register (`contains`, `regex`): PromptKit
-# only with `params`. PromptKit's own names we register (`llm_judge`) stay PromptKit-shaped.
-_SHARED_NAMES = set(CHECKS) & set(PROMPTFOO_TYPES) & set(known_names())
 DROPPED = {"message", "id", "trigger", "severity"}  # PromptKit bookkeeping, no effect here
 
 
 def is_promptkit(raw: Any) -> bool:
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         return False
-    return "params" in raw or (raw["type"] in CHECKS and raw["type"] not in _SHARED_NAMES)
+    return "params" in raw or (raw["type"] in CHECKS and raw["type"] not in _shared_names())
+
+
+@functools.cache
+def _shared_names() -> frozenset[str]:
+    """PromptKit names that are also promptfoo types we register (`contains`, `regex`):
+    PromptKit only with `params`. PromptKit's own names we register (`llm_judge`) stay
+    PromptKit-shaped. (Asked once every type is registered.)"""
+    return frozenset(CHECKS) & frozenset(PROMPTFOO_TYPES) & frozenset(known_names())
 
 
 def translate(raw: dict) -> dict:
@@ -44,7 +50,7 @@ def translate(raw: dict) -> dict:
         raise ValueError(f"{name}: params must be a mapping")
     target, names, fixed = CHECKS[name]
     out = LineDict({k: v for k, v in raw.items() if k not in ("type", "params", *DROPPED)})
-    out.line = getattr(raw, "line", None)
+    out.line, out.key = getattr(raw, "line", None), getattr(raw, "key", None)
     out["type"] = target
     out.update(fixed)
     for key, value in params.items():

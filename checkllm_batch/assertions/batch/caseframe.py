@@ -64,10 +64,10 @@ def output_value(output: str | None, kind: str | None) -> Any:
 
 
 def context(row: dict[str, Any], config: Any = None) -> dict[str, Any]:
-    """promptfoo's script context (§3.4) for one case. `vars` are the vars as promptfoo
-    processes them before grading, as our templates see them (`template.resolve_vars`: one
-    trailing newline cut from each string var, `{{other}}` references resolved); the test
-    carries them as written."""
+    """promptfoo's script context (`context`: vars, prompt, test, config, ...) for one case.
+    `vars` are the vars as promptfoo processes them before grading, as our templates see them
+    (`template.resolve_vars`: one trailing newline cut from each string var, `{{other}}`
+    references resolved); the test carries them as written."""
     written = orjson.loads(row["vars"]) if row.get("vars") else {}
     return {
         "prompt": row.get("prompt"),

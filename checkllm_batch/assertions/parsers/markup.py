@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from ...js.whitespace import JS_CHARS
+from ...js.whitespace import JS_SPACE
 from .htmlnames import HTML_ELEMENTS
 
 # --- XML ------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
     html/head/body counts only when the output's own tag starts it)."""
     from selectolax.lexbor import LexborHTMLParser
 
-    trimmed = (text or "").strip(JS_CHARS)
+    trimmed = (text or "").strip(JS_SPACE)
     if not trimmed:
         return False, "Output is empty"
     if len(trimmed) > MAX_HTML:
@@ -329,7 +329,7 @@ def html_check(text: str | None, _: Any = None) -> tuple[bool | None, str | None
     written = _written(trimmed)
     body = tree.body
     if body is not None and "body" not in written and any(
-            n.tag == "-text" and (n.text_content or "").strip(JS_CHARS)
+            n.tag == "-text" and (n.text_content or "").strip(JS_SPACE)
             for n in body.iter(include_text=True)):
         return False, "Output must be wrapped in HTML tags"
     root = tree.root  # None only for a document lexbor could not build at all

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from . import caseframe
+from ..batch import caseframe
 
 ENGINES = ("duckdb", "polars")
 RESULT = {"r": pl.Float64, "is_bool": pl.Boolean, "error": pl.String}

@@ -4,10 +4,10 @@ python: an inline Python expression or a function from `file://checks.py:fn`; a 
 marked with `@batch_check` gets the whole batch as a Polars DataFrame (the vectorised path),
 any other is called once per distinct case (the flagged row-wise fallback). expression: a
 DuckDB SQL or Polars SQL expression over the batch's columns, run once per batch. webhook:
-each distinct case POSTed to a URL. How each runs is in _support/ (scripts.py, expression.py,
-webhook.py). assert-set: nested assertions combined like a small test (promptfoo §7.8,
-SPEC §3): its children are planned and evaluated as ordinary assertions and the engine
-combines them per case (weighted mean score; pass = every child passed, or score >= the
+each distinct case POSTed to a URL. How each runs is beside this module (scripts.py,
+expression.py, webhook.py). assert-set: nested assertions combined like a small test
+(promptfoo's assert-set; the rule a test passes by is evaluate/verdict.py's): its children are
+planned and evaluated as ordinary assertions and the engine combines them per case (weighted mean score; pass = every child passed, or score >= the
 set's threshold; any child error makes the set an error); children's rows are kept with
 `parent_index` = the set's index. Nested sets and `not-assert-set` are parse errors.
 """
@@ -18,15 +18,15 @@ from typing import Any
 
 import polars as pl
 
-from ._support import caseframe
-from ._support.expression import RESULT as EXPRESSION
-from ._support.expression import check_expression, run_expression
-from ._support.scripts import RESULT as SCRIPT
-from ._support.scripts import Script, load_script, script_runner
-from ._support.scripts import batch_check as batch_check  # re-exported: cb.batch_check
-from ._support.webhook import RESULT as WEBHOOK
-from ._support.webhook import post_cases, settings
-from .registry import Ctx, Kind, Value, Verdict, assertion
+from ..batch import caseframe
+from ..registry import Ctx, Kind, Value, Verdict, assertion
+from .expression import RESULT as EXPRESSION
+from .expression import check_expression, run_expression
+from .scripts import RESULT as SCRIPT
+from .scripts import Script, load_script, script_runner
+from .scripts import batch_check as batch_check  # re-exported: cb.batch_check
+from .webhook import RESULT as WEBHOOK
+from .webhook import post_cases, settings
 
 
 @assertion("python", kind=Kind.DISTINCT, needs_text=False, prepare=load_script, code_ref=True,

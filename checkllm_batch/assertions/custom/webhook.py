@@ -20,7 +20,7 @@ import orjson
 import polars as pl
 
 from ...js.jsvalue import json_stringify
-from . import caseframe
+from ..batch import caseframe
 
 RESULT = {"ok": pl.Boolean, "score": pl.Float64, "detail": pl.String}
 

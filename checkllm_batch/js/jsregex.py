@@ -4,7 +4,8 @@ Polars runs Rust's `regex` crate, whose syntax and classes differ from JavaScrip
 JS `.` excludes \\n \\r \\u2028 \\u2029, `\\d`/`\\w`/`\\b` are ASCII-only, `\\s` is a fixed set,
 `{` may be a literal, `[^]` matches anything. `translate` rewrites a JS pattern so that Rust
 (or, for what Rust cannot run: lookaround and backreferences, the backtracking `regex`
-module) gives JavaScript's answer.
+module) gives JavaScript's answer. Matching a whole column (once per distinct text where
+Rust cannot) is the assertions' (assertions/text.py `js_matches`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ from dataclasses import dataclass
 import polars as pl
 import regex as backtracking
 
-from .distinct import over_distinct
+from .whitespace import JS_SPACE_RANGES
 
 # JavaScript's \d, \w and \s as ranges of code points (ASCII digits and word characters)
 _CLASS_RANGES = {"d": [(0x30, 0x39)], "w": [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F),
                                             (0x61, 0x7A)],
-                 "s": [(0x9, 0xD), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680),
-                       (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F),
-                       (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]}
+                 "s": JS_SPACE_RANGES}
 
 
 def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -74,18 +73,14 @@ class JsRegex:
             raise ValueError(f"{self.source!r} has no UTF-16 translation")
         return bool(backtracking.search(self.units, utf16(text)))
 
-    def matches(self, text: pl.Expr) -> pl.Expr:
-        """Whether each text matches, as JavaScript's `RegExp.test` says."""
-        if self.backtracking and self.units is None:
-            return over_distinct(text, lambda t: (self.search(t), None)).struct.field("ok")
-        if self.units is None:
-            return text.str.contains(self.pattern)
-        astral = text.str.contains(ASTRAL)
-        found = text.str.contains(self.pattern) if not self.backtracking else \
-            over_distinct(text, lambda t: (self.search(t), None)).struct.field("ok")
-        by_units = over_distinct(pl.when(astral).then(text),
-                                 lambda t: (None if t is None else self.search_units(t), None))
-        return pl.when(astral).then(by_units.struct.field("ok")).otherwise(found)
+    def test(self, text: str) -> bool:
+        """Whether one text matches, as JavaScript's `RegExp.test` says (for a few texts;
+        a column goes through assertions/text.py `js_matches`, in Polars)."""
+        if self.units is not None and ASTRAL_CHAR.search(text):
+            return self.search_units(text)
+        if self.backtracking:
+            return self.search(text)
+        return bool(pl.select(pl.lit(text, pl.String).str.contains(self.pattern)).item())
 
 
 def utf16(text: str) -> str:

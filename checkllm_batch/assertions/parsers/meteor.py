@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ...js.whitespace import JS_SPACE
+from ...js.whitespace import JS_SPACE_CLASS
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
@@ -117,7 +117,7 @@ def stem(word: str) -> str:
 
 # --- the vectorised path: alignment stages as joins over flat token frames ------------------
 
-JS_SPACE_RUN = f"[{JS_SPACE}]+"
+JS_SPACE_RUN = f"[{JS_SPACE_CLASS}]+"
 KEY = ["id", "ref"]
 
 

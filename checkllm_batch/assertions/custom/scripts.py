@@ -1,10 +1,12 @@
-"""How the `python` type (custom.py) runs user code: an inline Python expression, or a function from `file://checks.py:fn`.
+"""How the `python` type (custom/__init__.py) runs user code: an inline Python expression, or
+a function from `file://checks.py:fn`.
 
 A function marked with `@batch_check` receives the whole batch as a Polars DataFrame
 (`output`, `prompt`, `provider`, `tool_calls`, `vars` as a struct and each var as a column)
 and returns one result per row: the vectorised path. Any other function is called once per
 distinct case (output, vars, prompt, provider), the flagged row-wise fallback, with
-promptfoo's `(output, context)`. Results are normalised as promptfoo 0.123.1 does (§5.17).
+promptfoo's `(output, context)`. Results are normalised as promptfoo 0.123.1 does
+(its assertions/python.ts: a bool, a number, a GradingResult mapping; see `normalise`).
 An exception in user code, or a result that is none of promptfoo's, fails that row's
 assertion with the message, `not-` included (promptfoo's "Python code execution failed");
 it never stops a run.
@@ -26,10 +28,10 @@ import orjson
 import polars as pl
 
 from ...js.jsvalue import through_json
+from ..batch import caseframe
+from ..batch.distinct import per_distinct
+from ..batch.values import RowValues
 from ..registry import NAMED_SCORES, Ctx
-from . import caseframe
-from .distinct import per_distinct
-from .values import RowValues
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
@@ -118,7 +120,8 @@ def _from_file(ref: str) -> Script:
 
 
 def normalise(result: Any, threshold: float | None) -> Result:
-    """promptfoo's script result normalisation (§5.17): (passed, score, reason, named).
+    """promptfoo's script result normalisation (assertions/python.ts): (passed, score,
+    reason, named).
     Raises ScriptError for a result promptfoo fails on."""
     try:
         json.dumps(result, allow_nan=False)  # promptfoo reads the result as JSON

@@ -1,0 +1,162 @@
+"""Is a change between two runs more than noise? Per provider x prompt: the pass rates,
+their difference with a paired-bootstrap interval, and the exact McNemar test on the
+matched cases whose verdict changed; every metric's difference with a paired-bootstrap
+interval and p-value. p-values are Holm-adjusted within each family (the pass rates, which
+the gate reads; the metrics), so adding metrics to a suite never moves the gate.
+
+Paired: a test of both runs is one resampling unit (its cases in A and in B go in or out
+together), a case present in one run only is a unit of its own side, so each replicate's
+difference is B's statistic minus A's over the same resampled tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from ..metrics.named import case_metrics_sql
+from ..suites.derived import quote
+from .intervals import (
+    TEST_SUMS,
+    profiles,
+    replicate_frame,
+    run_derived,
+    run_metrics,
+    sql_text,
+    statistics_sql,
+)
+from .stats import bootstrap_p_value, holm, mcnemar_exact, percentile_interval
+
+_KEYS = ("provider", "prompt")
+
+
+def _side_sums(side: str, metrics: Sequence[str]) -> str:
+    """The unit sums of one side (a or b) of the matched cases `m`, joined to that run's
+    per-case metric sums `m{side}`."""
+    status, score = f"m.status_{side}", f"m.score_{side}"
+    columns = [f"COUNT(m.case_{side})::DOUBLE AS {quote(side + ':__count')}",
+               f"COUNT(*) FILTER ({status} = 'pass')::DOUBLE AS {quote(side + ':passed')}",
+               f"COALESCE(SUM({score}), 0) AS {quote(side + ':score_sum')}",
+               f"COUNT({score})::DOUBLE AS {quote(side + ':score_n')}"]
+    columns += [f"COALESCE(SUM(m{side}.{quote(p + m)}), 0) AS {quote(side + ':' + p + m)}"
+                for m in metrics for p in ("s:", "w:")]
+    return ", ".join(columns)
+
+
+def _metric_pivot(side: str, metrics: Sequence[str]) -> str:
+    filtered = ", ".join(
+        f"SUM(sum) FILTER (metric = {sql_text(m)}) AS {quote('s:' + m)}, "
+        f"SUM(weight) FILTER (metric = {sql_text(m)}) AS {quote('w:' + m)}" for m in metrics)
+    per_case = case_metrics_sql().replace("$run", f"${side}")
+    return f"m{side} AS (SELECT case_id, {filtered} FROM ({per_case}) GROUP BY case_id)"
+
+
+def paired_units_sql(metrics: Sequence[str]) -> str:
+    """One row per test of the matched cases `__matched` (a compare's cases frame): each
+    side's sums, side by side."""
+    pivots = "".join(", " + _metric_pivot(s, metrics) for s in "ab") if metrics else ""
+    joins = ("LEFT JOIN ma ON ma.case_id = m.case_a LEFT JOIN mb ON mb.case_id = m.case_b"
+             if metrics else "")
+    return f"""
+        WITH m AS (SELECT *, row_number() OVER () AS row FROM __matched){pivots}
+        SELECT m.provider, m.prompt, {_side_sums('a', metrics)}, {_side_sums('b', metrics)}
+        FROM m {joins}
+        GROUP BY m.provider, m.prompt, m.test_id, CASE WHEN m.test_id IS NULL THEN m.row END"""
+
+
+def _side_statistics(local: duckdb.DuckDBPyConnection, reps: pl.DataFrame, side: str,
+                     metrics: Sequence[str], derived) -> pl.DataFrame:
+    """Each replicate's statistics of one side, pass rate included."""
+    prefix = f"{side}:"
+    local.register("reps", reps.select(*_KEYS, "replicate", *[
+        pl.col(c).alias(c[len(prefix):]) for c in reps.columns if c.startswith(prefix)]
+    ).to_arrow())
+    keys = (*_KEYS, "replicate")
+    try:
+        query = statistics_sql(metrics, derived, keys)
+    except ValueError:  # a derived expression naming what the run does not have
+        query = statistics_sql(metrics, (), keys)
+    query += (f" UNION ALL SELECT {', '.join(keys)}, 'pass_rate', 'test', "
+              "passed / NULLIF(__count, 0) FROM reps")
+    frame = local.sql(query).pl()
+    local.unregister("reps")
+    return frame
+
+
+def metric_differences(con: duckdb.DuckDBPyConnection, matched: pl.DataFrame, run_a: str,
+                       run_b: str, replicates: int, seed: int, level: float) -> pl.DataFrame:
+    """provider, prompt, metric, kind, diff_low, diff_high, p_value: the paired-bootstrap
+    interval and two-sided p-value of B - A for the pass rate, every named and every
+    derived metric."""
+    metrics = sorted(set(run_metrics(con, run_a)) | set(run_metrics(con, run_b)))
+    features = [f"{s}:{f}" for s in "ab" for f in TEST_SUMS
+                + [p + m for m in metrics for p in ("s:", "w:")]]
+    con.register("__matched", matched.select(
+        "provider", "prompt", "test_id", "case_a", "case_b", "status_a", "status_b",
+        "score_a", "score_b").to_arrow())
+    try:
+        params = {"a": run_a, "b": run_b} if metrics else {}  # no metric: no $a, $b
+        groups, sums = profiles(con, paired_units_sql(metrics), params, _KEYS, features,
+                                replicates, seed)
+    finally:
+        con.unregister("__matched")
+    reps = replicate_frame(groups, sums, features)
+    local = duckdb.connect()
+    sides = [_side_statistics(local, reps, s, metrics, run_derived(con, run))
+             for s, run in (("a", run_a), ("b", run_b))]
+    local.close()
+    keys = [*_KEYS, "replicate", "metric", "kind"]
+    both = sides[0].join(sides[1], on=keys, how="full", coalesce=True, nulls_equal=True,
+                         suffix="_b")
+    diffs = both.with_columns(diff=pl.col("value_b") - pl.col("value")).group_by(
+        keys[:2] + keys[3:], maintain_order=True).agg(pl.col("diff"))
+    return _summarise(diffs, level)
+
+
+def _summarise(diffs: pl.DataFrame, level: float) -> pl.DataFrame:
+    """Percentile interval and bootstrap p-value of each row's list of replicate diffs."""
+    values = (np.array(diffs["diff"].to_list(), dtype=np.float64) if diffs.height
+              else np.empty((0, 1)))
+    low, high = percentile_interval(values, level)
+    return diffs.drop("diff").with_columns(
+        diff_low=pl.Series(low, dtype=pl.Float64).fill_nan(None),
+        diff_high=pl.Series(high, dtype=pl.Float64).fill_nan(None),
+        p_value=pl.Series(bootstrap_p_value(values), dtype=pl.Float64).fill_nan(None))
+
+
+def pass_rate_table(cases: pl.DataFrame, bounds: pl.DataFrame, alpha: float) -> pl.DataFrame:
+    """Per provider x prompt: cases and pass rate of each run, B - A with its interval, the
+    matched cases that regressed / improved, McNemar's exact p-value, Holm's adjustment
+    and whether it is significant at `alpha`."""
+    counted = cases.group_by(_KEYS, maintain_order=True).agg(
+        cases_a=pl.col("status_a").is_not_null().sum(),
+        cases_b=pl.col("status_b").is_not_null().sum(),
+        passed_a=(pl.col("status_a") == "pass").sum(),
+        passed_b=(pl.col("status_b") == "pass").sum(),
+        regressed=(pl.col("change") == "regressed").sum(),
+        improved=(pl.col("change") == "improved").sum(),
+    ).sort(_KEYS, nulls_last=False)
+    rates = counted.with_columns(
+        pass_rate_a=pl.col("passed_a") / pl.when(pl.col("cases_a") > 0).then("cases_a"),
+        pass_rate_b=pl.col("passed_b") / pl.when(pl.col("cases_b") > 0).then("cases_b"),
+    ).with_columns(diff=pl.col("pass_rate_b") - pl.col("pass_rate_a"))
+    p = mcnemar_exact(rates["regressed"].to_numpy(), rates["improved"].to_numpy())
+    rates = rates.with_columns(p_value=pl.Series(p, dtype=pl.Float64)).join(
+        bounds.filter(metric="pass_rate").select(*_KEYS, "diff_low", "diff_high"),
+        on=list(_KEYS), how="left", nulls_equal=True)
+    return with_adjusted(rates, alpha).select(
+        *_KEYS, "cases_a", "cases_b", "pass_rate_a", "pass_rate_b", "diff", "diff_low",
+        "diff_high", "regressed", "improved", "p_value", "p_adjusted", "significant")
+
+
+def with_adjusted(frame: pl.DataFrame, alpha: float) -> pl.DataFrame:
+    """`p_adjusted` (Holm, over the rows with a p-value) and `significant` (p_adjusted <
+    alpha)."""
+    p = frame["p_value"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    adjusted = pl.Series(holm(p)).fill_nan(None)
+    return frame.with_columns(p_adjusted=adjusted,
+                              significant=(adjusted < alpha).fill_null(False))
+

@@ -1,0 +1,141 @@
+"""The single-process engine: a source's batches evaluated in order in this process, each
+stored by one writer thread while the next is evaluated (DuckDB stores batch k while Polars
+evaluates batch k + 1); the outputs' content hash is computed beside them and recorded with
+the first batch. The run's record is lifecycle.py's, as on Ray."""
+
+from __future__ import annotations
+
+import itertools
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+
+from ..analysis.run import Run
+from ..assertions import pool
+from ..errors import InputError
+from ..evaluate.judging.hook import JudgeHook
+from ..evaluate.judging.session import close_hook, open_hook
+from ..evaluate.plan import Plan, build_plan
+from ..judge.protocol import Judge
+from ..load.cases import CaseBuilder
+from ..load.fingerprint import fingerprint
+from ..load.sources import Outputs, open_outputs
+from ..load.stream import skip_rows
+from ..progress import RunProgress
+from ..store import cases as cases_store
+from ..store import results as store
+from ..suites.judge import JudgeConfig
+from ..suites.model import Suite
+from . import lifecycle
+from .batches import BatchEvaluator
+
+
+def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path, batch_rows: int,
+                   progress: bool = False, config: dict[str, Any] | None = None,
+                   judge_config: JudgeConfig | None = None, judge: Judge | None = None,
+                   resume: str | None = None, copy_outputs: bool = False) -> Run:
+    """cb.evaluate in this process (its arguments are documented there)."""
+    judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
+    plan = build_plan(suite)
+    config = {**(config or {}), "judge": judge_config.record()}
+    source, batches, total, identity = open_outputs(suite, outputs, batch_rows, config)
+    _start_pool(plan, total)
+    evaluator = BatchEvaluator(plan, source)
+    reader, (builder, batches) = batches, _checked_first(evaluator, batches)
+    con = store.connect(db)
+    writer = ThreadPoolExecutor(max_workers=1)
+    hashed = writer.submit(_fingerprint, identity, config)
+    run_id, done = lifecycle.begin(con, suite, source, config, resume, hashed.result)
+    text = _keeps_text(con, run_id, resume, copy_outputs, outputs, builder)
+    evaluator.hook = hook = open_hook(plan, con, run_id, judge_config, judge=judge,
+                                      progress=progress)
+    bar = RunProgress(run_id, total, progress, hook.runner, done=done)
+    out = con.cursor()  # the writer's own connection: its transactions are its own
+    append = partial(store.append, out, run_id, outputs_hash=hashed.result, text=text)
+    try:
+        with lifecycle.recorded(con, run_id, partial(_stop, writer, reader, hook, out)):
+            _store_batches(evaluator, skip_rows(batches, done), done, writer, append, bar)
+            lifecycle.finish(con, run_id, plan, hook)
+    finally:
+        bar.close()
+    close_hook(hook)
+    out.close()
+    return Run(con, run_id)
+
+
+def _start_pool(plan: Plan, total: int | None) -> None:
+    """The worker processes of the pooled types start while the first batch is read."""
+    large = total is None or total >= pool.POOL_MIN  # a file of unknown length may be
+    if large and any(p.atype.pooled for p in plan.assertions):
+        pool.start()
+
+
+def _checked_first(evaluator: BatchEvaluator, batches: Iterator[pa.RecordBatch]
+                   ) -> tuple[CaseBuilder, Iterator[pa.RecordBatch]]:
+    """The first batch's case builder and all the batches: a source with no rows or
+    without the columns the suite needs is an error before any run starts."""
+    try:
+        first = next(batches, None)
+        if first is None:
+            raise InputError(f"{evaluator.source}: no rows")
+        builder = evaluator.builder(first.schema)
+    except BaseException:
+        _stop_reading(batches)
+        raise
+    return builder, itertools.chain([first], batches)  # not held here for the whole run
+
+
+def _store_batches(evaluator: BatchEvaluator, batches: Iterator[pa.RecordBatch], first: int,
+                   writer: ThreadPoolExecutor, append: Callable[..., None],
+                   bar: RunProgress) -> None:
+    """Each batch evaluated here, then handed to the writer once it has stored the one
+    before; every batch stored when this returns."""
+    pending: Future | None = None
+    for batch in batches:
+        cases, results, tests = evaluator.evaluate(batch, first)
+        if pending is not None:
+            pending.result()
+        pending = writer.submit(append, cases, results, tests)
+        first += batch.num_rows
+        bar.update(tests, batch.num_rows)
+        del batch, cases, results, tests  # the writer's now: freed once it stores them
+    writer.shutdown(wait=True)
+    if pending is not None:
+        pending.result()
+
+
+def _stop(writer: ThreadPoolExecutor, reader: Iterator, hook: JudgeHook, out,
+          error: BaseException) -> None:
+    """The run's threads and files let go, before it is recorded as failed. A batch
+    evaluated whole and handed to the writer is saved, even if the writer has not picked
+    it up yet: cancelling it would lose work a resume then repeats."""
+    writer.shutdown(wait=True)
+    _stop_reading(reader)
+    close_hook(hook)
+    out.close()
+
+
+def _stop_reading(reader: Iterator) -> None:
+    """The source's reader stops and closes its file or connection now, not at exit."""
+    getattr(reader, "close", lambda: None)()
+
+
+def _keeps_text(con, run_id: str, resume: str | None, copy: bool, outputs: Outputs,
+                builder: CaseBuilder) -> bool:
+    """Whether the run copies its cases' text, or reads it from its Parquet file: a new run
+    as asked and as the file allows, a resumed one as it began (its file's record renewed)."""
+    if resume:
+        copy = not con.execute("SELECT 1 FROM case_sources WHERE run_id = ?",
+                               [run_id]).fetchall()
+    source = str(outputs) if isinstance(outputs, (str, Path)) else None
+    return copy or not cases_store.leave_in_file(con, run_id, source, builder.row_vars,
+                                                 builder.vars_heads())
+
+
+def _fingerprint(identity: str | pa.Table | None, config: dict[str, Any]) -> str | None:
+    """The outputs' content hash, with the filters that chose their rows."""
+    digest = fingerprint(identity)
+    return store.content_hash([digest, config.get("filters")]) if digest else None

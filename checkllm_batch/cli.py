@@ -79,6 +79,9 @@ def _one_line(message, category, filename, lineno, line=None) -> str:
               help="Judge calls in flight at most.")
 @click.option("--judge-rpm", type=float, help="Judge requests per minute at most.")
 @click.option("--judge-tpm", type=float, help="Judge tokens per minute at most.")
+@click.option("--judge-structured", is_flag=True, default=None, help="Ask the judge for "
+              "structured output (response_format json_schema, the shape each graded type "
+              "reads): for local and small models that do not follow 'reply with JSON'.")
 @click.option("--max-cost", type=float, help="Judge budget in USD: past it, no call is sent "
               "and the remaining graded assertions end as errors.")
 @click.option("--no-cache", is_flag=True, help="Send every judge call, none answered from "
@@ -110,8 +113,9 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
                  judge_vote: str | None, judge_repeat: int | None, judge_base_url: str | None,
                  judge_key_env: str | None, judge_mode: str | None,
                  judge_concurrency: int | None, judge_rpm: float | None,
-                 judge_tpm: float | None, max_cost: float | None, no_cache: bool,
-                 dry_run: bool, judge_sample: str | None, judge_sample_seed: int,
+                 judge_tpm: float | None, judge_structured: bool | None,
+                 max_cost: float | None, no_cache: bool, dry_run: bool,
+                 judge_sample: str | None, judge_sample_seed: int,
                  resume: str | None, engine: str, results: str | None,
                  copy_outputs: bool) -> None:
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
@@ -129,7 +133,7 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
         spec.judge, model=model, models=models, vote=judge_vote, repeat=judge_repeat,
         base_url=judge_base_url, api_key_env=judge_key_env,
         mode=judge_mode, concurrency=judge_concurrency, rpm=judge_rpm, tpm=judge_tpm,
-        max_cost=max_cost, cache=False if no_cache else None)
+        max_cost=max_cost, cache=False if no_cache else None, structured=judge_structured)
     filters = Filters(filter_pattern, filter_first_n, filter_sample)
     if engine == "ray" or results:
         run = eval_on_ray(spec, outputs, db=_db_given(db, results), results=results,
@@ -200,14 +204,31 @@ def _print_run(run: api.Run, db: str, fmt: str) -> dict:
 
 
 def _print_judge(run: api.Run) -> None:
-    calls, errors, unparsed, retries, cost = run.con.execute(
+    calls, errors, unparsed, retries, cost, unpriced, models = run.con.execute(
         "SELECT count(*), count(*) FILTER (status NOT IN ('ok', 'unparsed')), "
-        "count(*) FILTER (status = 'unparsed'), sum(attempts - 1), sum(cost) "
+        "count(*) FILTER (status = 'unparsed'), sum(attempts - 1), sum(cost), "
+        "count(*) FILTER (cost IS NULL AND prompt_tokens > 0), "
+        "list(DISTINCT model ORDER BY model) FILTER (cost IS NULL AND prompt_tokens > 0) "
         "FROM judge_calls WHERE run_id = ?", [run.run_id]).fetchall()[0]
     if calls:
         click.echo(f"judge: {calls} calls sent ({errors} failed, {unparsed} replies "
-                   f"unreadable, {retries or 0} retries), ${cost or 0:.4f}; other answers "
-                   "came from judge_calls")
+                   f"unreadable, {retries or 0} retries), {_cost_text(cost, unpriced, models)}; "
+                   "other answers came from judge_calls")
+    refused = run.con.execute("SELECT any_value(error) FROM judge_calls WHERE run_id = ? AND "
+                              "error LIKE 'the endpoint rejected structured output%'",
+                              [run.run_id]).fetchall()[0][0]
+    if refused:
+        click.echo(f"judge: {refused}")
+
+
+def _cost_text(cost: float | None, unpriced: int, models: list[str] | None) -> str:
+    """A cost, or an honest "unknown" for calls of a model without a price (a local model):
+    never a $0.0000 that reads as free."""
+    if not unpriced:
+        return f"${cost or 0:.4f}"
+    known = f"${cost:.4f} + " if cost else ""
+    return (f"{known}cost unknown for {unpriced} calls (no price for "
+            f"{', '.join(models or [])}: judge: prices:)")
 
 
 def _print_plan(stats, config, heading: str = "") -> None:
@@ -218,11 +239,18 @@ def _print_plan(stats, config, heading: str = "") -> None:
                f"graded assertions, {stats.unique} unique requests, {stats.cached} already "
                "answered, "
                f"{stats.sent} to send ({stats.requested} before de-duplication)")
+    if stats.known_unreadable:
+        click.echo(f"{stats.known_unreadable} of those answered are replies found unreadable "
+                   "before, at temperature 0: not asked again (the same request gets the same "
+                   "reply; change the judge or its settings, or --no-cache, to ask)")
     if len(config.jurors) > 1 or config.repeat > 1:  # each grading is its own request
         click.echo(f"jury: {len(config.jurors)} juror(s) x {config.repeat} repeat(s) = "
                    f"{len(config.jurors) * config.repeat} gradings of each graded assertion "
                    f"(vote: {config.vote}), all counted in the requests above")
-    click.echo(f"estimated: {stats.est_tokens} tokens, ${stats.est_cost:.4f} "
+    unpriced = [m for m in config.jurors if config.price(m) is None]
+    cost = f"${stats.est_cost:.4f}" if not unpriced \
+        else f"cost unknown (no price for {', '.join(unpriced)}: judge: prices:)"
+    click.echo(f"estimated: {stats.est_tokens} tokens, {cost} "
                "(prompt ~4 chars/token + max_tokens per reply; multi-step types such as "
                "g-eval, context-faithfulness and answer-relevance add follow-up calls)")
 

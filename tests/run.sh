@@ -5,7 +5,11 @@
 #     (the HTML report test drives it with playwright; no browser download). Installed when
 #     missing, as root or through sudo; non-interactive, so CI (root, no stdin) needs nothing.
 #   - a virtual environment in .venv with the package and its test extras (PyPI).
-# CHECKLLM_REQUIRE_BROWSER=1 makes the browser test fail, not skip, if chromium is missing.
+#   - llama.cpp's llama-server, a real judge for tests/test_judge_real_server.py: built once
+#     per machine (~4 min on 2 cores; g++ and cmake from apt when missing) from the sdist of
+#     llama-cpp-python, with its two models, into ~/.cache/checkllm-batch (tests/realserver/).
+# CHECKLLM_REQUIRE_BROWSER=1 makes the browser test fail, not skip, if chromium is missing;
+# CHECKLLM_REQUIRE_JUDGE_SERVER=1 the same for the real-server tests and llama-server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +18,8 @@ if [ ! -f /usr/share/wordnet/index.noun ] && [ -z "${WORDNET_DIR:-}${WNHOME:-}" 
     missing+=(wordnet-base)
 fi
 command -v chromium >/dev/null || missing+=(chromium)
+command -v c++ >/dev/null || missing+=(g++)
+command -v cmake >/dev/null || missing+=(cmake)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${missing[*]} with apt-get" >&2
     sudo=()
@@ -26,9 +32,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${sudo[@]}" apt-get update -qq
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-export CHECKLLM_REQUIRE_BROWSER=1
+export CHECKLLM_REQUIRE_BROWSER=1 CHECKLLM_REQUIRE_JUDGE_SERVER=1
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python tests/realserver/prepare.py >/dev/null
 exec .venv/bin/python -m pytest "$@"

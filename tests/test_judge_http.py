@@ -87,22 +87,27 @@ def test_unparsable_reply_is_an_error_never_a_pass(tmp_path, judge_server):
 
 
 
-def test_unparsable_reply_is_recorded_and_asked_again_once_by_the_next_run(tmp_path,
-                                                                          judge_server):
+@pytest.mark.parametrize("temperature, sent", [(0.7, (3, 4, 5)), (0.0, (3, 3, 3))])
+def test_unparsable_reply_is_recorded_and_asked_again_only_when_sampling_varies(
+        tmp_path, judge_server, temperature, sent):
     """A reply the grader cannot read is `unparsed` in judge_calls, never `ok`: within the
-    run it is not asked again (two batches hold the same output), the next run asks it
-    again once, and readable answers stay cached."""
+    run it is not asked again (two batches hold the same output). Sampled at a temperature
+    above 0, each later run asks it again once; at temperature 0 the same request gets the
+    same reply, so later runs read it from judge_calls (the same error) and send nothing.
+    Readable answers stay cached."""
     db = tmp_path / "r.duckdb"
     frame = pl.DataFrame({"test_id": ["t"] * 4, "output": ["garble good", "good",
                                                           "garble good", "bad ünï"]})
-    for sent in (3, 4):
+    for expected in sent:
         run = api.evaluate(suite(tmp_path), frame, db=db, batch_rows=2,
-                           judge_config=judge_server.config())
-        assert run.assertion_results["status"].to_list() == ["error", "pass", "error", "fail"]
-        assert judge_server.counts["POST /v1/chat/completions"] == sent
+                           judge_config=judge_server.config(temperature=temperature))
+        results = run.assertion_results
+        assert results["status"].to_list() == ["error", "pass", "error", "fail"]
+        assert results["reason"][0].startswith("no JSON object in judge reply")
+        assert judge_server.counts["POST /v1/chat/completions"] == expected
         statuses = run.con.execute("SELECT status, count(*) FROM judge_calls GROUP BY ALL "
                                    "ORDER BY ALL").fetchall()
-        assert statuses == [("ok", 2), ("unparsed", sent - 2)]
+        assert statuses == [("ok", 2), ("unparsed", expected - 2)]
         run.con.close()
 
 

@@ -1,6 +1,8 @@
 """DuckDB `judge_calls`: every call, written as it completes. It is also the cache: a
 request whose hash has an `ok` row is answered from here and never sent again. A reply the
-grader could not read becomes `unparsed`: the next run asks again."""
+grader could not read becomes `unparsed`: the next run asks again, unless the request was
+sampled at temperature 0 (the same request gets the same reply): then the unreadable reply
+is the answer, read again from here."""
 
 from __future__ import annotations
 
@@ -22,19 +24,29 @@ class Ledger:
         self.con, self.run_id, self.mode = con.cursor(), run_id, mode
         self.lock = threading.Lock()
 
-    def lookup(self, hashes: list[str]) -> dict[str, Reply]:
-        """Stored `ok` answers for these request hashes."""
+    def lookup(self, hashes: list[str], final: set[str] | frozenset[str] = frozenset()
+               ) -> dict[str, Reply]:
+        """Stored answers for these request hashes: `ok` ones, and for the hashes in `final`
+        (requests sampled deterministically) also a reply known unreadable (`unparsed`, or
+        `truncated` at max_tokens): asking again would give the same one."""
         if not hashes:
             return {}
-        wanted = pa.table({"h": pa.array(sorted(set(hashes)), pa.string())})  # noqa: F841
+        wanted = pa.table({"h": pa.array(sorted(set(hashes)), pa.string()),  # noqa: F841
+                           "final": pa.array([h in final for h in sorted(set(hashes))])})
         with self.lock:
             rows = self.con.execute("""
-                SELECT request_hash, any_value(reply), any_value(embedding),
-                       any_value(prompt_tokens), any_value(completion_tokens), any_value(cost)
-                FROM judge_calls WHERE status = 'ok'
-                  AND request_hash IN (SELECT h FROM wanted) GROUP BY request_hash""").fetchall()
+                SELECT request_hash, arg_min(status, status <> 'ok'),
+                       arg_min(reply, status <> 'ok'), arg_min(embedding, status <> 'ok'),
+                       arg_min(prompt_tokens, status <> 'ok'),
+                       arg_min(completion_tokens, status <> 'ok'), arg_min(cost, status <> 'ok'),
+                       arg_min(error, status <> 'ok')
+                FROM judge_calls JOIN wanted ON request_hash = h
+                WHERE status = 'ok' OR (final AND status IN ('unparsed', 'truncated'))
+                GROUP BY request_hash""").fetchall()
         return {h: Reply(text=text, vector=vector, prompt_tokens=p or 0, completion_tokens=c or 0,
-                         cost=cost, cached=True) for h, text, vector, p, c, cost in rows}
+                         cost=cost, cached=True, error=error if status == "truncated" else None,
+                         known_unreadable=status != "ok")
+                for h, status, text, vector, p, c, cost, error in rows}
 
     def record(self, request: Request, reply: Reply, batch_id: str | None = None) -> None:
         status = "ok" if reply.ok else ("truncated" if reply.text is not None else "error")

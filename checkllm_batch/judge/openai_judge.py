@@ -34,6 +34,11 @@ def _limits(config: JudgeConfig):
                         max_keepalive_connections=max(20, config.concurrency))
 
 
+STRUCTURED_REFUSED = ("the endpoint rejected structured output (judge `structured: true` / "
+                      "--judge-structured sends response_format json_schema): turn the "
+                      "setting off, or use a server that constrains replies to a JSON schema")
+
+
 class OpenAIJudge:
     def __init__(self, config: JudgeConfig):
         self.config = config
@@ -53,7 +58,7 @@ class OpenAIJudge:
         except JudgeError as e:
             raise JudgeError(self.redact(str(e)) or "", retry=e.retry, status=e.status,
                              retry_after=e.retry_after, rate_limited=e.rate_limited,
-                             headers=e.headers) from None
+                             headers=e.headers, structured=e.structured) from None
 
     def _send(self, request: Request) -> Reply:
         start = time.perf_counter()
@@ -64,6 +69,9 @@ class OpenAIJudge:
                 raw = self.client.chat.completions.with_raw_response.create(**request.body())
         except openai.APIStatusError as e:
             error = classify(e)
+            if "response_format" in dict(request.params) and refuses_schema(error):
+                raise JudgeError(f"{STRUCTURED_REFUSED}; {error}", retry=False,
+                                 status=error.status, structured=True) from None
             raise error from None
         except openai.APITimeoutError:
             raise JudgeError(f"timeout after {self.config.timeout:g}s", retry=True) from None
@@ -109,6 +117,16 @@ def to_reply(request: Request, parsed, headers: dict[str, str],
         raise JudgeError("chat response has no content", retry=True)
     return Reply(text=text, prompt_tokens=prompt, completion_tokens=completion,
                  latency_ms=latency_ms, headers=headers)
+
+
+def refuses_schema(error: JudgeError) -> bool:
+    """A structured request's failure that says the endpoint will not constrain replies:
+    a 400 / 422 (llama.cpp: "Failed to initialize samplers"; OpenAI: response_format not
+    supported), or any error naming the setting (llama-cpp-python answers 500 "Input should
+    be 'text' or 'json_object'"). Never retried, never silently sent without the schema."""
+    text = str(error).lower()
+    return error.status in (400, 422) or any(
+        word in text for word in ("response_format", "json_schema", "json_object"))
 
 
 def classify(e: openai.APIStatusError) -> JudgeError:

@@ -45,6 +45,12 @@ class Request:
     def url(self) -> str:
         return "/v1/embeddings" if self.kind == "embedding" else "/v1/chat/completions"
 
+    @property
+    def deterministic(self) -> bool:
+        """Sampled at temperature 0: the same request gets the same reply (near enough: a
+        server may differ in the last bits, never from unreadable to readable)."""
+        return self.kind == "chat" and dict(self.params).get("temperature") == 0
+
     def prompt_chars(self) -> int:
         return len(self.input or "") + sum(len(c) for _, c in self.messages)
 
@@ -72,6 +78,7 @@ class Reply:
     latency_ms: float | None = None
     attempts: int = 0
     cached: bool = False
+    known_unreadable: bool = False  # from judge_calls: a reply already found unreadable
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     request_hash: str | None = None  # set by the runner: the request this answers
 
@@ -85,10 +92,11 @@ class JudgeError(Exception):
 
     def __init__(self, message: str, *, retry: bool, status: int | None = None,
                  retry_after: float | None = None, rate_limited: bool = False,
-                 headers: dict[str, str] | None = None):
+                 headers: dict[str, str] | None = None, structured: bool = False):
         super().__init__(message)
         self.retry, self.status, self.retry_after = retry, status, retry_after
         self.rate_limited, self.headers = rate_limited, headers or {}
+        self.structured = structured  # the endpoint refuses response_format: ask no more
 
 
 @dataclass
@@ -100,6 +108,8 @@ class Stats:
     sent: int = 0  # sent (or, in a dry run, planned to be sent)
     failed: int = 0
     unparsed: int = 0  # replies the grader could not read (recorded as such)
+    known_unreadable: int = 0  # of `cached`: replies found unreadable before, at temperature
+    # 0, answered from judge_calls (asking again would give the same reply): not sent
     retries: int = 0
     est_tokens: int = 0  # dry run: estimated prompt + completion tokens of what would be sent
     est_cost: float = 0.0

@@ -26,6 +26,7 @@ class Runner(JudgeRunner):
         self.budget = Budget(config.max_cost)
         self.stats = Stats()
         self.unread: dict[str, Reply] = {}  # unparsed replies: not asked again in this run
+        self.refused: str | None = None  # why the endpoint refuses structured output, once seen
         self.bar = tqdm(total=0, unit="calls", desc="judge", leave=False,
                         disable=None if progress else True)
         self.pool = ThreadPoolExecutor(max_workers=config.concurrency)
@@ -39,8 +40,10 @@ class Runner(JudgeRunner):
         unique = {r.hash: r for r in requests}
         self.stats.requested += len(requests)
         self.stats.unique += len(unique)
-        replies = self.ledger.lookup(list(unique)) if self.config.cache else {}
+        final = {h for h, r in unique.items() if r.deterministic}
+        replies = self.ledger.lookup(list(unique), final) if self.config.cache else {}
         self.stats.cached += len(replies)
+        self.stats.known_unreadable += sum(r.known_unreadable for r in replies.values())
         replies.update((h, self.unread[h]) for h in unique if h in self.unread)
         missing = [r for h, r in unique.items() if h not in replies]
         if self.dry_run:
@@ -59,11 +62,14 @@ class Runner(JudgeRunner):
         return replies
 
     def unparsed(self, reply: Reply) -> None:
-        """The grader could not read this reply: it is recorded so, never served from the
-        cache, and asked again (once) by the next run, not again in this one."""
+        """The grader could not read this reply: it is recorded so, and not asked again in
+        this run. At temperature 0 it is final: later runs read it from judge_calls (and
+        find it unreadable again) without a call. Otherwise the next run asks again, once."""
         if reply.request_hash is None or reply.request_hash in self.unread:
             return
         self.unread[reply.request_hash] = reply
+        if reply.known_unreadable:  # counted when it was read from judge_calls
+            return
         self.stats.unparsed += 1
         if not self.dry_run:
             self.ledger.unparsed(reply.request_hash)
@@ -92,6 +98,9 @@ class Runner(JudgeRunner):
                 if request is None:
                     break
                 estimate = self.estimate(request)[2]
+                if self.refused and "response_format" in dict(request.params):
+                    self._finish(request, Reply(error=self.refused), out, sent=False)
+                    continue
                 if not self.budget.reserve(estimate):
                     self._finish(request, Reply(error=EXHAUSTED), out, sent=False)
                     continue
@@ -144,6 +153,8 @@ class Runner(JudgeRunner):
                     self.limiter.acquire(tokens)
                     reply = self._send(request)
         except JudgeError as e:
+            if e.structured:  # the same refusal for every other structured request: not sent
+                self.refused = self.refused or str(e)
             return Reply(error=f"{e} (after {attempts} attempt{'s' * (attempts > 1)})",
                          attempts=attempts)
         except Exception as e:  # a judge bug must not kill the run: that call is an error

@@ -66,6 +66,8 @@ class JudgeConfig:
     cache: answer from judge_calls recorded earlier (False: --no-cache, send every call).
     max_cost: USD budget for the run (None: unlimited). prices: USD per 1M (input, output)
     tokens per model, over the built-in table. mode: "online" or "batch" (OpenAI Batch API).
+    structured: send each chat request with `response_format` json_schema, the shape its
+    graded type reads, so the server constrains the reply to it (off: promptfoo's requests).
     """
 
     __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -85,6 +87,7 @@ class JudgeConfig:
     mode: Literal["online", "batch"] = "online"
     temperature: NonNegative | None = 0.0
     max_tokens: Annotated[int, Strict(), Field(gt=0)] | None = 1024
+    structured: Annotated[bool, Strict()] = False
     batch_poll_seconds: Positive = 10.0
     backoff_initial: NonNegative = 0.5  # seconds, the first wait between attempts (then doubling)
     backoff_max: NonNegative = 60.0  # seconds, the longest wait between attempts

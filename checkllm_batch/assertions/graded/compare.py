@@ -13,6 +13,7 @@ from ..registry import Kind, Value, assertion
 from .context import Graded
 from .prompts import Messages, render
 from .replies import Outcome, Unparsable, snippet
+from .shapes import Shape
 from .shared import messages_for
 
 SELECT_BEST: Messages = [
@@ -21,6 +22,14 @@ SELECT_BEST: Messages = [
      "Output the index of the text that best fits the criteria. You must output a single "
      "integer."),
 ]
+
+
+
+def select_best_shape(n: int) -> Shape:
+    """The reply read, as a JSON schema (judge `structured: true`): an index of the n
+    outputs, read as the bare index the free-text reply gives."""
+    return Shape("best_index", {"index": {"type": "integer", "minimum": 0, "maximum": n - 1}},
+                 lambda obj: str(int(obj["index"])))
 
 
 @assertion("select-best", kind=Kind.ACROSS, needs_text=False, negatable=False, uses_judge=True)
@@ -38,7 +47,8 @@ def select_best(g: Graded, spec: AssertionSpec, groups: list[list[dict[str, Any]
             return "select-best needs at least 2 outputs of the test"
         listed = "\n".join(f'<Text index="{i}">\n{c["output"] or ""}\n</Text>'
                            for i, c in enumerate(cases))
-        return g.chat(render(messages, {"criteria": criteria, "outputs": listed}))
+        return g.chat(render(messages, {"criteria": criteria, "outputs": listed}),
+                      select_best_shape(len(cases)))
 
     wrapped = [{"cases": cases} for cases in groups]
     out: list[Outcome] = []
@@ -46,7 +56,7 @@ def select_best(g: Graded, spec: AssertionSpec, groups: list[list[dict[str, Any]
         n = len(group["cases"])
 
         def parse(text: str, n=n) -> Outcome:
-            index = first_digit(text)
+            index = first_digit(g.read(select_best_shape(n), text))
             if index >= n:
                 raise Unparsable(f"select-best index {index} out of range (0-{n - 1})")
             return True, float(index), None

@@ -14,6 +14,7 @@ from ...judge.protocol import JudgeRunner, Reply, Request, chat, embedding
 from ...suites.judge import JudgeConfig
 from ...suites.model import AssertionSpec
 from .replies import Outcome, Unparsable, failure
+from .shapes import Shape
 
 OUTCOME_SCHEMA = {"passed": pl.Boolean, "score": pl.Float64, "reason": pl.String}
 Build = Callable[[dict[str, Any]], "Request | str"]  # a request, or why there is none
@@ -51,9 +52,17 @@ class Graded:
             return pl.col(column)
         return pl.col("vars").str.json_path_match(f"$.{name}")
 
-    def chat(self, messages: list[tuple[str, str]]) -> Request:
+    def chat(self, messages: list[tuple[str, str]], shape: Shape | None = None) -> Request:
+        """A chat request; with judge `structured: true`, constrained to the type's `shape`."""
+        structured = shape.response_format() if shape and self.config.structured else None
         return chat(self.model, messages, repeat=self.repeat,
-                    temperature=self.config.temperature, max_tokens=self.config.max_tokens)
+                    temperature=self.config.temperature, max_tokens=self.config.max_tokens,
+                    response_format=structured)
+
+    def read(self, shape: Shape | None, text: str) -> str:
+        """A reply as its type's parser reads it: a structured reply of `shape` becomes the
+        free text it stands for (the same verdict); without the setting, unchanged."""
+        return shape.read(text) if shape and self.config.structured else text
 
     def embed(self, text: str) -> Request:
         return embedding(self.config.embedding_model, text)

@@ -14,6 +14,7 @@ from ..registry import Value
 from .context import Graded
 from .prompts import Messages, render
 from .replies import Outcome, Unparsable, failure, first_json_object
+from .shapes import STRING, Shape, one_of
 from .shared import graded, messages_for, render_values, with_vars
 
 # promptfoo's conversation-relevance (its DeepEval port): `{{ messages }}` and the reason
@@ -57,6 +58,10 @@ CONVERSATION_REASON: Messages = [
      "{{ irrelevancies }}\n\nJSON:"),
 ]
 
+# the replies read, as JSON schemas (judge `structured: true`); both are JSON already
+VERDICT_SHAPE = Shape("relevance_verdict", {"reason": STRING, "verdict": one_of("yes", "no")})
+REASON_SHAPE = Shape("relevance_reason", {"reason": STRING})
+
 
 NOT_RELEVANT = "Response is not relevant to the conversation context"
 
@@ -94,11 +99,11 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
         window = pair["window"]
         if custom:
             return g.chat(render(custom, {**render_values(dict(pair["item"])),
-                                                  "messages": window}))
+                                          "messages": window}), VERDICT_SHAPE)
         roles = [{"role": r, "content": _as_text(t[k])} for t in window
                  for r, k in (("user", "input"), ("assistant", "output"))]
         return g.chat(render(CONVERSATION_VERDICT, {
-            "messages": json.dumps(roles, indent=2, ensure_ascii=False)}))
+            "messages": json.dumps(roles, indent=2, ensure_ascii=False)}), VERDICT_SHAPE)
 
     def tally(answers: list) -> tuple[int, list[str]] | str:
         """(relevant windows, the judge's reasons for the others), or why there is none."""
@@ -124,7 +129,8 @@ def conversation_relevance(g: Graded) -> pl.DataFrame:
     def summary(pair: dict[str, Any]):
         return g.chat(render(CONVERSATION_REASON, {
             "score": js_string(pair["score"]),
-            "irrelevancies": json.dumps(pair["irrelevant"], indent=2, ensure_ascii=False)}))
+            "irrelevancies": json.dumps(pair["irrelevant"], indent=2, ensure_ascii=False)}),
+            REASON_SHAPE)
 
     def grade(items: list[dict[str, Any]]) -> list[Outcome]:
         turns = [_turns(item) for item in items]

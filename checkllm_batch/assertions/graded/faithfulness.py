@@ -14,6 +14,7 @@ from .context import Graded
 from .prompts import Messages, from_rubric_prompt, render
 from .rag import CONTEXT, context_of, joined, query_of
 from .replies import Outcome, Unparsable, failure, snippet
+from .shapes import STRING, Shape, list_of, one_of, record
 from .shared import graded, needs
 
 FAITHFULNESS_LONGFORM: Messages = [
@@ -40,6 +41,16 @@ FAITHFULNESS_NLI: Messages = [
      "Yes.\n\nContext:\n{{ context }}\nstatements:\n{{ statements }}\nAnswer:\n"),
 ]
 
+# the replies read, as JSON schemas (judge `structured: true`), each read as the free text it
+# stands for: one statement per line; the final verdict line
+STATEMENTS_SHAPE = Shape("statements", {"statements": list_of(STRING, at_least=1)},
+                         lambda obj: "\n".join(obj["statements"]))
+NLI_SHAPE = Shape(
+    "verdicts", {"verdicts": list_of(record(statement=STRING, explanation=STRING,
+                                            verdict=one_of("Yes", "No")), at_least=1)},
+    lambda obj: "Final verdict for each statement in order: "
+    + " ".join(f"{v['verdict']}." for v in obj["verdicts"]))
+
 
 @graded("context-faithfulness", Value.OPTIONAL, fields=("context", "query"), threshold=0.5,
         aliases=("model-graded-faithfulness",), csv_threshold=0.75)
@@ -53,13 +64,15 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
     def grade(items: list[dict[str, Any]]) -> list[Outcome]:
         def first(item):
             return needs(item, "context", CONTEXT) or g.chat(render(
-                longform, {"question": item["query"] or "", "answer": item["output"]}))
+                longform, {"question": item["query"] or "", "answer": item["output"]}),
+                STATEMENTS_SHAPE)
         stage1 = g.ask(items, first)
         statements: list[list[str] | str] = []
         for reply in stage1:
             why = failure(reply)
             lines = [] if why or isinstance(reply, str) else [
-                ln.strip() for ln in (reply.text or "").splitlines() if ln.strip()]
+                ln.strip() for ln in g.read(STATEMENTS_SHAPE, reply.text or "").splitlines()
+                if ln.strip()]
             statements.append(why or (lines if lines else "judge extracted no statements"))
 
         def second(pair):
@@ -67,13 +80,13 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
             if isinstance(found, str):
                 return found
             return g.chat(render(nli, {"context": joined(item["context"]),
-                                               "statements": "\n".join(found)}))
+                                       "statements": "\n".join(found)}), NLI_SHAPE)
         pairs = [{"item": i, "found": s} for i, s in zip(items, statements)]
         stage2 = g.ask(pairs, second)
         out = []
         for found, reply in zip(statements, stage2):
             def parse(text, found=found):
-                score = nli_supported(text, len(found))
+                score = nli_supported(g.read(NLI_SHAPE, text), len(found))
                 return score >= (g.threshold or 0.0), score, \
                     f"{score:.2f} of {len(found)} statements supported"
             out.append(g.settle(reply, parse))

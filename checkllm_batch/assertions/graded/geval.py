@@ -13,6 +13,7 @@ import polars as pl
 from .context import Graded
 from .prompts import Messages, from_rubric_prompt, render
 from .replies import Outcome, Unparsable, failure, snippet
+from .shapes import STRING, Shape, list_of
 from .shared import graded
 
 GEVAL_STEPS: Messages = [
@@ -30,6 +31,11 @@ GEVAL_EVALUATE: Messages = [
      "from 0 to {{ maxScore }}, \"reason\": \"...\"}\n\nJSON:"),
 ]
 
+# the replies read, as JSON schemas (judge `structured: true`), read as one line of JSON
+GEVAL_STEPS_SHAPE = Shape("evaluation_steps", {"steps": list_of(STRING, at_least=1)})
+GEVAL_SCORE_SHAPE = Shape("geval_score", {"reason": STRING, "score": {
+    "type": "integer", "minimum": 0, "maximum": 10}})
+
 
 @graded("g-eval", threshold=0.7)
 def g_eval(g: Graded) -> pl.DataFrame:
@@ -42,14 +48,15 @@ def g_eval(g: Graded) -> pl.DataFrame:
         else GEVAL_EVALUATE
 
     def grade(items: list[dict[str, Any]]) -> list[Outcome]:
-        step_replies = g.runner.run([g.chat(render(steps_prompt, {"criteria": str(c)}))
-                                     for c in criteria])
+        def ask_steps(c: Any):
+            return g.chat(render(steps_prompt, {"criteria": str(c)}), GEVAL_STEPS_SHAPE)
+        step_replies = g.runner.run([ask_steps(c) for c in criteria])
         steps: dict[str, list[str] | str] = {}
         for c in criteria:
-            reply = step_replies[g.chat(render(steps_prompt, {"criteria": str(c)})).hash]
+            reply = step_replies[ask_steps(c).hash]
             why = failure(reply)
             try:
-                steps[str(c)] = why or geval_steps(reply.text or "")
+                steps[str(c)] = why or geval_steps(g.read(GEVAL_STEPS_SHAPE, reply.text or ""))
             except Unparsable as e:
                 g.unparsed(reply)
                 steps[str(c)] = str(e)
@@ -62,8 +69,9 @@ def g_eval(g: Graded) -> pl.DataFrame:
             return g.chat(render(eval_prompt, {
                 "criteria": pair["criteria"], "steps": "\n".join(f"- {s}" for s in found),
                 "input": pair["item"]["input"] or "", "output": pair["item"]["output"],
-                "maxScore": 10}))
-        results = g.judge(pairs, build, lambda _, text: (True, *geval_score(text)))
+                "maxScore": 10}), GEVAL_SCORE_SHAPE)
+        results = g.judge(pairs, build, lambda _, text: (
+            True, *geval_score(g.read(GEVAL_SCORE_SHAPE, text))))
         out = []
         for k in range(len(items)):
             mine = results[k * len(criteria):(k + 1) * len(criteria)]

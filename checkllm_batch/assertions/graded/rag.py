@@ -15,6 +15,7 @@ from ..registry import Value
 from .context import Graded
 from .prompts import Messages, render
 from .replies import Outcome, Unparsable, failure, snippet
+from .shapes import BOOLEAN, STRING, Shape, list_of, record
 from .shared import cosine, graded, messages_for, needs, text_value
 
 CONTEXT_RECALL: Messages = [
@@ -50,8 +51,22 @@ ANSWER_RELEVANCE: Messages = [
      "where will it be launched from?\n\nAnswer:{{ answer }}\nQuestion:"),
 ]
 
+# the replies read, as JSON schemas (judge `structured: true`), each read as the free text
+# it stands for: classified lines, quoted sentences, the generated question
+CONTEXT_RECALL_SHAPE = Shape(
+    "attributions", {"sentences": list_of(record(sentence=STRING, attributed=BOOLEAN), 1)},
+    lambda obj: "\n".join(_classified(s) for s in obj["sentences"]))
+CONTEXT_RELEVANCE_SHAPE = Shape(
+    "relevant_sentences", {"sentences": list_of(STRING)},
+    lambda obj: "\n".join(obj["sentences"]) or "Insufficient Information")
+ANSWER_RELEVANCE_SHAPE = Shape("question", {"question": STRING}, lambda obj: obj["question"])
 
 CONTEXT = "a context (`context` field, `vars.context`, or the prompt)"
+
+
+def _classified(item: dict[str, Any]) -> str:
+    mark = "Attributed" if item["attributed"] is True else "Not Attributed"
+    return f"{item['sentence']} [{mark}]"
 
 
 def context_of(g: Graded, prompt_fallback: bool = True) -> pl.Expr:
@@ -90,10 +105,10 @@ def context_recall(g: Graded) -> pl.DataFrame:
         if why:
             return why
         return g.chat(render(messages, {"context": joined(item["context"]),
-                                                "groundTruth": item["truth"]}))
+                                        "groundTruth": item["truth"]}), CONTEXT_RECALL_SHAPE)
 
     def parse(_: dict[str, Any], text: str) -> Outcome:
-        score = attributed(text)
+        score = attributed(g.read(CONTEXT_RECALL_SHAPE, text))
         return score >= (g.threshold or 0.0), score, f"{score:.2f} of sentences attributed"
 
     return g.each({"context": context_of(g), "truth": text_value(g)},
@@ -112,9 +127,10 @@ def context_relevance(g: Graded) -> pl.DataFrame:
         if why:
             return why
         return g.chat(render(messages, {"context": joined(item["context"]),
-                                                "query": item["query"]}))
+                                        "query": item["query"]}), CONTEXT_RELEVANCE_SHAPE)
 
     def parse(item: dict[str, Any], text: str) -> Outcome:
+        text = g.read(CONTEXT_RELEVANCE_SHAPE, text)
         chunks = chunks_of(item["context"])
         listed = item["context"] != chunks[0]  # a list of chunks: one unit each
         units = len([c for c in chunks if c.strip()]) if listed else \
@@ -137,9 +153,10 @@ def answer_relevance(g: Graded) -> pl.DataFrame:
     def grade(items: list[dict[str, Any]]) -> list[Outcome]:
         def ask(item):
             return needs(item, "query", "a `query` (or vars.query, or the prompt)") or \
-                g.chat(render(messages, {"answer": item["output"]}))
+                g.chat(render(messages, {"answer": item["output"]}), ANSWER_RELEVANCE_SHAPE)
         questions = g.ask(items, ask)
-        texts = [r if isinstance(r, str) else r.text for r in questions]
+        texts = [r if isinstance(r, str) else g.read(ANSWER_RELEVANCE_SHAPE, r.text or "")
+                 for r in questions]
         pairs = [{"item": i, "query": i["query"], "question": q, "why": failure(r)}
                  for i, q, r in zip(items, texts, questions)]
         vectors = g.runner.run([g.embed(t) for p in pairs if not p["why"]

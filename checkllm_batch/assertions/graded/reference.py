@@ -11,6 +11,7 @@ import polars as pl
 from .context import Graded
 from .prompts import Messages
 from .replies import Outcome, Unparsable, first_json_object, snippet
+from .shapes import STRING, Shape, one_of
 from .shared import graded, one_call, text_value
 
 CLOSEDQA: Messages = [
@@ -38,6 +39,13 @@ FACTUALITY: Messages = [
      "<submitted_answer>{{ completion }}</submitted_answer>"),
 ]
 
+# the replies read, as JSON schemas (judge `structured: true`): closedqa's reasoning then its
+# letter, read as the free-text reply it stands for (the reasoning, the letter on its line)
+CLOSEDQA_SHAPE = Shape("closedqa", {"reasoning": STRING, "answer": one_of("Y", "N")},
+                       lambda obj: f"{obj['reasoning']}\n{obj['answer']}")
+FACTUALITY_SHAPE = Shape("factuality", {"reason": STRING,
+                                        "category": one_of("A", "B", "C", "D", "E")})
+
 
 @graded("model-graded-closedqa")
 def closedqa(g: Graded) -> pl.DataFrame:
@@ -46,7 +54,8 @@ def closedqa(g: Graded) -> pl.DataFrame:
                    {"input": pl.col("prompt"), "completion": pl.col("output"),
                     "criteria": text_value(g)},
                    lambda _, text: closedqa_verdict(text),
-                   {"input": "the case's prompt (a `prompt` column or the test's prompt)"})
+                   {"input": "the case's prompt (a `prompt` column or the test's prompt)"},
+                   shape=CLOSEDQA_SHAPE)
 
 
 @graded("factuality", aliases=("model-graded-factuality",), test_options=("factuality",))
@@ -57,7 +66,8 @@ def factuality(g: Graded) -> pl.DataFrame:
                    {"input": pl.col("prompt"), "ideal": text_value(g),
                     "completion": pl.col("output")},
                    lambda _, text: factuality_verdict(text, scores),
-                   {"input": "the case's prompt (a `prompt` column or the test's prompt)"})
+                   {"input": "the case's prompt (a `prompt` column or the test's prompt)"},
+                   shape=FACTUALITY_SHAPE)
 
 
 def closedqa_verdict(text: str) -> Outcome:

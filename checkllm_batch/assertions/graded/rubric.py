@@ -19,6 +19,7 @@ from .replies import (
     snippet,
     unit_score,
 )
+from .shapes import BOOLEAN, STRING, UNIT, Shape
 from .shared import graded, one_call, text_value
 
 LLM_RUBRIC: Messages = [
@@ -47,6 +48,11 @@ LLM_JUDGE: Messages = [
      '"reasoning": string}'),
 ]
 
+# the replies each type reads, asked for as JSON schemas with judge `structured: true`
+LLM_RUBRIC_SHAPE = Shape("rubric_grade", {"reason": STRING, "pass": BOOLEAN, "score": UNIT})
+MODEL_SHAPE = Shape("score", {"reason": STRING, "score": UNIT})
+LLM_JUDGE_SHAPE = Shape("judgement", {"reasoning": STRING, "passed": BOOLEAN, "score": UNIT})
+
 LLM_JUDGE_SYSTEM = ("You are an impartial evaluator. Judge the assistant response against "
                     "the criteria and return a score between 0.0 and 1.0 with your reasoning.")
 
@@ -56,7 +62,7 @@ def llm_rubric(g: Graded) -> pl.DataFrame:
     """The judge grades the output against a rubric; JSON {pass, score, reason}."""
     return one_call(g, LLM_RUBRIC,
                    {"output": pl.col("output"), "rubric": text_value(g, "rubric")},
-                   lambda _, text: rubric(text, g.threshold))
+                   lambda _, text: rubric(text, g.threshold), shape=LLM_RUBRIC_SHAPE)
 
 
 @graded("model", Value.OPTIONAL, fields=("prompt",), required=("value|prompt",), threshold=0.8)
@@ -64,7 +70,7 @@ def model(g: Graded) -> pl.DataFrame:
     """CheckLLM: a free-form judge prompt; the judge's score in [0, 1] must reach 0.8."""
     return one_call(g, MODEL,
                    {"output": pl.col("output"), "prompt": text_value(g, "prompt")},
-                   lambda _, text: scored(text, g.threshold or 0.8))
+                   lambda _, text: scored(text, g.threshold or 0.8), shape=MODEL_SHAPE)
 
 
 @graded("llm_judge", Value.NONE, fields=("criteria", "rubric", "min_score", "system_prompt",
@@ -79,7 +85,7 @@ def llm_judge(g: Graded) -> pl.DataFrame:
     return one_call(g, template,
                    {"output": pl.col("output"), "criteria": g.arg("criteria"),
                     "rubric": g.arg("rubric")},
-                   lambda _, text: judged(text, min_score))
+                   lambda _, text: judged(text, min_score), shape=LLM_JUDGE_SHAPE)
 
 
 # PromptKit's llm_judge, `type` + `params` (suites/promptkit.py translates)

@@ -14,6 +14,7 @@ from ..registry import Kind, Value, assertion
 from . import prompts
 from .context import Graded
 from .replies import Outcome
+from .shapes import Shape
 
 
 def graded(name: str, value: Value = Value.REQUIRED, *, fields: tuple[str, ...] = (),
@@ -31,9 +32,10 @@ def graded(name: str, value: Value = Value.REQUIRED, *, fields: tuple[str, ...] 
 
 def one_call(g: Graded, default: prompts.Messages, inputs: dict[str, pl.Expr],
              parse: Callable[[dict[str, Any], str], Outcome],
-             required: dict[str, str] | None = None) -> pl.DataFrame:
+             required: dict[str, str] | None = None, shape: Shape | None = None) -> pl.DataFrame:
     """One judge call per distinct input; `required` maps an input to what is missing.
-    Prompts are rendered as Polars expressions over the distinct inputs where they can be."""
+    Prompts are rendered as Polars expressions over the distinct inputs where they can be.
+    `shape`: the reply's JSON, asked for with judge `structured: true`."""
     messages = messages_for(g, default)
     rendered = prompts.to_exprs(messages, set(inputs))
 
@@ -43,12 +45,16 @@ def one_call(g: Graded, default: prompts.Messages, inputs: dict[str, pl.Expr],
             if why:
                 return why
         if rendered is not None:
-            return g.chat([(role, item[f"__m{i}"]) for i, (role, _) in enumerate(messages)])
-        return g.chat(prompts.render(messages, render_values(dict(item))))
+            return g.chat([(role, item[f"__m{i}"]) for i, (role, _) in enumerate(messages)],
+                          shape)
+        return g.chat(prompts.render(messages, render_values(dict(item))), shape)
+
+    def read(item: dict[str, Any], text: str) -> Outcome:
+        return parse(item, g.read(shape, text))
 
     extra = {} if rendered is None else {f"__m{i}": e for i, e in enumerate(rendered)}
     return g.each({**inputs, **with_vars(g)},
-                  lambda items: g.judge(items, build, parse), rendered=extra)
+                  lambda items: g.judge(items, build, read), rendered=extra)
 
 
 def render_values(item: dict[str, Any]) -> dict[str, Any]:

@@ -128,7 +128,7 @@ def test_migrations_add_columns_to_an_older_database(tmp_path, monkeypatch):
     monkeypatch.setattr(schema, "MIGRATIONS", full)
     schema.migrate(con)  # views that read assertion_results do not block the ALTERs
     columns = [c[0] for c in con.sql("DESCRIBE assertion_results").fetchall()]
-    assert columns[-2:] == ["parent_index", "named_scores"]
+    assert columns[-3:] == ["parent_index", "named_scores", "votes"]
 
 
 def test_the_score_adds_members_in_order_as_promptfoo_does(tmp_path):

@@ -56,8 +56,8 @@ def profiles(con: duckdb.DuckDBPyConnection, units: str, params: dict, keys: Seq
 def replicate_frame(groups: pl.DataFrame, sums: np.ndarray, features: Sequence[str]
                     ) -> pl.DataFrame:
     """One row per group x replicate: the group's keys, `replicate`, and the sums."""
-    count, replicates, _ = sums.shape
-    frame = pl.DataFrame(sums.reshape(count * replicates, -1), schema=list(features),
+    count, replicates, width = sums.shape  # no groups (a run stopped before any case) is 0
+    frame = pl.DataFrame(sums.reshape(count * replicates, width), schema=list(features),
                          orient="row")
     index = np.repeat(np.arange(count), replicates)
     return pl.concat([groups[index], frame], how="horizontal").with_columns(

@@ -98,7 +98,12 @@ VOTE_VIEWS: dict[str, tuple[str, str]] = {
 
 
 def create_vote_views(con: duckdb.DuckDBPyConnection, stored: str) -> None:
-    """(Re-)create the vote views over the stored cases table `stored`."""
+    """(Re-)create the vote views over the stored cases table `stored`; none on a database
+    migrated only part of the way, before `assertion_results.votes` (0009_judge_votes)."""
+    if not con.execute("SELECT 1 FROM duckdb_columns() WHERE database_name = current_database() "
+                       "AND table_name = 'assertion_results' AND column_name = 'votes'"
+                       ).fetchall():
+        return
     for name, (comment, query) in VOTE_VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query.replace('case_rows', stored)}")
         con.execute(f"COMMENT ON VIEW {name} IS {sql_string(comment)}")

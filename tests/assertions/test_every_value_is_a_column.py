@@ -18,19 +18,19 @@ import polars as pl
 import pytest
 import yaml
 from conftest import ROOT
-from test_distance import CASES as DISTANCE
-from test_json import CASES as JSON_CASES
-from test_judge_units import multi_step, scripted
-from test_promptkit import WEATHER as CALLS
-from test_promptkit import call as pk_call
-from test_text import CASES as TEXT
-from test_vocab_metadata import CASES as METADATA
-from test_vocab_overlap import CASES as OVERLAP
-from test_vocab_overlap import METEOR
-from test_vocab_structure import F1, FUNCTIONS, HTML, SQL, TOOLS, WEATHER, XML
-from test_vocab_text import CASES as VOCAB_TEXT
 
 import checkllm_batch as cb
+from assertions.graded.test_graded import multi_step, scripted
+from assertions.test_distance import CASES as DISTANCE
+from assertions.test_json import CASES as JSON_CASES
+from assertions.test_overlap import CASES as OVERLAP
+from assertions.test_overlap import METEOR
+from assertions.test_promptkit import WEATHER as CALLS
+from assertions.test_promptkit import call as pk_call
+from assertions.test_provider import CASES as METADATA
+from assertions.test_structure import F1, FUNCTIONS, HTML, SQL, TOOLS, WEATHER, XML
+from assertions.test_text import CASES as TEXT
+from assertions.test_text_vocab import CASES as VOCAB_TEXT
 from checkllm_batch.assertions.registry import REGISTRY, Kind, lookup
 from checkllm_batch.errors import ConfigError
 from checkllm_batch.judge.protocol import ScriptedJudge

@@ -6,7 +6,7 @@ Values marked [pf] were checked with promptfoo 0.123.1 run offline on the same i
 import math
 
 import pytest
-from vocab_helpers import run_assertion
+from fixtures.engine import run_assertion
 
 CASES = [
     # BLEU [N]: the standard brevity penalty (promptfoo's fixed BLEU, PR #9717)
@@ -87,7 +87,7 @@ METEOR = [
 
 @pytest.mark.parametrize(("output", "reference"), METEOR)
 def test_meteor_uses_stems_and_synonyms(tmp_path, output, reference):
-    from meteor_reference import single_meteor
+    from fixtures.meteor_reference import single_meteor
 
     from checkllm_batch.assertions.parsers.meteor import synonyms
 
@@ -110,7 +110,7 @@ def test_meteor_list_of_templates_scores_each_rows_references(tmp_path):
 
 
 def test_meteor_synonym_match():
-    from meteor_reference import single_meteor
+    from fixtures.meteor_reference import single_meteor
 
     # "car" and "auto" share a WordNet synset: both words align, one chunk
     assert single_meteor("the car", "the auto", 0.9, 3, 0.5) == pytest.approx(
@@ -134,7 +134,7 @@ def test_vectorised_meteor_matches_the_reference_algorithm():
     import random
 
     import polars as pl
-    from meteor_reference import single_meteor
+    from fixtures.meteor_reference import single_meteor
 
     from checkllm_batch.assertions.parsers.meteor import meteor_scores
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers_custom import parse_problems, results
+from fixtures.suites import parse_problems, results
 
 from checkllm_batch.assertions.reading.promptkit import is_promptkit, translate
 

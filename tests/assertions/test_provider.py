@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from vocab_helpers import run_assertion
+from fixtures.engine import run_assertion
 
 LP = [-0.1, -0.2, -0.3]
 PPL = math.exp(0.2)

@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from vocab_helpers import run_assertion
+from fixtures.engine import run_assertion
 
 XML = [
     ({"type": "is-xml"}, "<a><b>1</b></a>", "pass"),

@@ -1,7 +1,7 @@
 """word-count, finish-reason, is-refusal: promptfoo's verdicts (its assertions/ modules)."""
 
 import pytest
-from vocab_helpers import run_assertion
+from fixtures.engine import run_assertion
 
 # (assertion, row, status, score)
 CASES = [

@@ -135,7 +135,8 @@ def test_missing_files_exit_2(tmp_path):
 def test_a_run_failed_on_bad_input_keeps_no_results_and_is_never_read_as_complete(tmp_path):
     """Row 6 names an unknown test: the run fails in batch 3. Batches 1-2 were committed,
     and are removed with the run's failure (no resume goes past a bad row; Ctrl-C and
-    crashes keep theirs: test_interrupt.py, test_crash_resume.py); readers skip the run."""
+    crashes keep theirs: e2e/test_interrupt.py, e2e/test_crash_resume.py); readers skip the
+    run."""
     rows = [{"test_id": "capital", "output": "x"}] * 5 + [{"test_id": "bad", "output": "x"}]
     path = tmp_path / "outputs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

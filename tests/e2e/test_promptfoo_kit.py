@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 
 import pytest
-from vocab_helpers import run_assertion
+from fixtures.engine import run_assertion
 
-KIT = Path(__file__).parent / "promptfoo_kit"
+KIT = Path(__file__).parents[1] / "promptfoo_kit"
 
 
 def table_rows(folder: Path) -> list[tuple[str, int, dict]]:

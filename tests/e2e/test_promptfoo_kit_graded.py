@@ -22,11 +22,11 @@ import polars as pl
 import pytest
 import yaml
 from judge_server import KEY_ENV, SECRET, JudgeServer, vector
-from test_promptfoo_kit import check_differences_say_why, check_verdict, params, table_rows
 
 from checkllm_batch import api
+from e2e.test_promptfoo_kit import check_differences_say_why, check_verdict, params, table_rows
 
-KIT = Path(__file__).parent / "promptfoo_kit" / "graded"
+KIT = Path(__file__).parents[1] / "promptfoo_kit" / "graded"
 ROWS = table_rows(KIT)
 
 

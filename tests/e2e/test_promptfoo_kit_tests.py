@@ -19,9 +19,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import run
-from test_promptfoo_kit import check_differences_say_why, params, table_rows
 
-ROWS = table_rows(Path(__file__).parent / "promptfoo_kit" / "combine")
+from e2e.test_promptfoo_kit import check_differences_say_why, params, table_rows
+
+ROWS = table_rows(Path(__file__).parents[1] / "promptfoo_kit" / "combine")
 OTHER = {"description": "other", "assert": [{"type": "contains", "value": "x"}]}
 
 

@@ -8,9 +8,9 @@ import json
 import duckdb
 import polars as pl
 import pytest
+from assertions.custom.test_webhook import Server
 from click.testing import CliRunner
 from judge_server import JudgeServer
-from test_webhook import Server
 
 from checkllm_batch import api
 from checkllm_batch.cli import main

@@ -9,7 +9,7 @@ import random
 import polars as pl
 import pytest
 from conftest import write_suite
-from helpers_custom import parse_problems, run
+from fixtures.suites import parse_problems, run
 
 import checkllm_batch as cb
 

@@ -17,7 +17,7 @@ import yaml
 from checkllm_batch.js import nunjucks
 
 ERROR = "<promptfoo: Template render error>"
-KIT = Path(__file__).parent / "data" / "promptfoo_nunjucks.yaml"
+KIT = Path(__file__).parents[1] / "data" / "promptfoo_nunjucks.yaml"
 
 
 def _differs(*row, reason):
@@ -271,7 +271,7 @@ def test_table_is_the_kit_record():
 # tests/promptfoo_kit/record_nunjucks.py): each row's expected text is promptfoo's
 # renderedAssertionValue, else the text its `equals` reason names ("" when it passed), or ERROR.
 # DIFFERS_2 lists the rows we render differently (docs/templates.md, "Differences ...").
-KIT_2 = Path(__file__).parent / "data" / "promptfoo_nunjucks_2.yaml"
+KIT_2 = Path(__file__).parents[1] / "data" / "promptfoo_nunjucks_2.yaml"
 _UTF16 = "strings index by code point here, by UTF-16 unit in JavaScript"
 _SAFE = "a safe string (safe, escape) is a string here, an object in Nunjucks"
 _JINJA2 = "jinja2-only syntax is accepted"

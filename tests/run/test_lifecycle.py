@@ -1,6 +1,7 @@
 """A run's record (run/lifecycle.py) is the same on both engines: bad input found mid-run
 leaves no partial results, and a second Ctrl-C while the run is being recorded as stopped
-cannot leave it `running`. Ray runs a local cluster of 2 CPUs, as in test_ray.py."""
+cannot leave it `running`. Ray runs a local cluster of 2 CPUs, as in
+tests/distributed/test_engine.py."""
 
 from __future__ import annotations
 

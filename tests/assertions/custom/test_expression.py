@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers_custom import parse_problems, results
+from fixtures.suites import parse_problems, results
 
 ROWS = [{"output": "Paris is nice", "city": "Paris"}, {"output": "", "city": "Rome"},
         {"output": None, "city": "Oslo"}, {"output": "Ünïcödé ✓", "city": "Ünï"}]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers_custom import parse_problems, results, run
+from fixtures.suites import parse_problems, results, run
 
 from checkllm_batch.assertions.custom.scripts import ScriptError, normalise
 

@@ -7,7 +7,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from helpers_custom import parse_problems, results
+from fixtures.suites import parse_problems, results
 
 
 class Server:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers_custom import write_suite
+from fixtures.suites import write_suite
 
 import checkllm_batch as cb
 from checkllm_batch.assertions.reading import read_test_file

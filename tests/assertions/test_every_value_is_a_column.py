@@ -1,10 +1,10 @@
 """Every value is a column: each type's table of cases, run again with the value and each
 other field moved into a per-row var (`{{var}}`), gives the same status, score and reason.
 
-The tables are the types' own (imported from their test modules; a test module's
-`COLUMN_CASES`, rows of (assertion, row, ...), is found without being named here) plus the cases
-below for types whose tables are written in another shape. A registered type without cases
-fails.
+The tables are the types' own, shared with their test modules in tests/fixtures/tables/ (a
+table module's `COLUMN_CASES`, rows of (assertion, row, ...), is found without being named
+here), plus the cases below for types whose tables are written in another shape. A
+registered type without cases fails.
 """
 
 from __future__ import annotations
@@ -18,22 +18,24 @@ import polars as pl
 import pytest
 import yaml
 from conftest import ROOT
+from fixtures.judges import multi_step, scripted
+from fixtures.tables.distance import CASES as DISTANCE
+from fixtures.tables.json import CASES as JSON_CASES
+from fixtures.tables.overlap import CASES as OVERLAP
+from fixtures.tables.overlap import METEOR
+from fixtures.tables.promptkit import WEATHER as CALLS
+from fixtures.tables.promptkit import call as pk_call
+from fixtures.tables.provider import CASES as METADATA
+from fixtures.tables.structure import F1, FUNCTIONS, HTML, SQL, TOOLS, WEATHER, XML
+from fixtures.tables.text import CASES as TEXT
+from fixtures.tables.text_vocab import CASES as VOCAB_TEXT
 
 import checkllm_batch as cb
-from assertions.graded.test_graded import multi_step, scripted
-from assertions.test_distance import CASES as DISTANCE
-from assertions.test_json import CASES as JSON_CASES
-from assertions.test_overlap import CASES as OVERLAP
-from assertions.test_overlap import METEOR
-from assertions.test_promptkit import WEATHER as CALLS
-from assertions.test_promptkit import call as pk_call
-from assertions.test_provider import CASES as METADATA
-from assertions.test_structure import F1, FUNCTIONS, HTML, SQL, TOOLS, WEATHER, XML
-from assertions.test_text import CASES as TEXT
-from assertions.test_text_vocab import CASES as VOCAB_TEXT
 from checkllm_batch.assertions.registry import REGISTRY, Kind, lookup
 from checkllm_batch.errors import ConfigError
 from checkllm_batch.judge.protocol import ScriptedJudge
+
+TABLES = ROOT / "tests" / "fixtures" / "tables"
 
 # (assertion, outputs row); cross-case types: (assertions of the test, its rows)
 Case = tuple[dict[str, Any] | list[dict[str, Any]], dict[str, Any] | list[dict[str, Any]]]
@@ -144,8 +146,9 @@ def _pool() -> list[Case]:
 
 
 def _type_cases() -> list[Case]:
-    """The `COLUMN_CASES` tables of the test modules: a new type's table counts here as written."""
-    modules = [p.stem for p in sorted((ROOT / "tests").glob("test_*.py"))
+    """The `COLUMN_CASES` tables in tests/fixtures/tables/: a new type's table counts here as
+    written."""
+    modules = [f"fixtures.tables.{p.stem}" for p in sorted(TABLES.glob("*.py"))
                if "\nCOLUMN_CASES" in p.read_text(encoding="utf-8")]
     return [(a, r) for m in modules for a, r, *_ in importlib.import_module(m).COLUMN_CASES]
 

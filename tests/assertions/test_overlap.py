@@ -3,40 +3,10 @@
 Values marked [pf] were checked with promptfoo 0.123.1 run offline on the same inputs.
 """
 
-import math
 
 import pytest
 from fixtures.engine import run_assertion
-
-CASES = [
-    # BLEU [N]: the standard brevity penalty (promptfoo's fixed BLEU, PR #9717)
-    ("bleu", "The cat sat on the mat", "The cat sat on the mat", 1.0),
-    ("bleu", "hello world foo", "hello world foo", 1.0),
-    ("bleu", "the cat sat", "the cat sat on the mat today", math.exp(1 - 7 / 3)),
-    ("bleu", "The cat is on the mat", "The cat sat on the mat", 0.0105737126),
-    ("bleu", "The cat on the mat", "The cat sat on the mat", 0.0102949942),  # [pf]
-    ("bleu", "", "anything", 0.0),
-    ("bleu", "the cat", ["a dog barks loudly", "the cat"], 1.0),  # multi-reference: max
-    ("bleu", "Ünïcode wörds here", "ünïcode WÖRDS here", 1.0),  # lower-cased
-    # GLEU
-    ("gleu", "The cat sat.", "The cat sat on the mat.", 1 / 3),
-    ("gleu", "One two three", "One two three four five", 9 / 21),
-    ("gleu", "the the the the the the the", "The cat sat on the mat", 0.0909090909),
-    ("gleu", "The cat on the mat", "The cat sat on the mat.", 0.5),  # [pf]
-    ("gleu", "mat.", "mat", 1.0),
-    ("gleu", "", "x", 0.0),
-    # ROUGE-1 F1, clipped counts, lower-cased (more in promptfoo_kit/rouge-n.jsonl)
-    ("rouge-n", "the cat", "the cat the dog", 2 / 3),
-    ("rouge-n", "The quick brown fox", "the quick brown fox", 1.0),
-    ("rouge-n", "hello world, friend!", "hello world", 4 / 7),
-    ("rouge-n", "I don't know.", "I do not know.", 0.8),
-    ("rouge-n", "the the cat", "the the dog", 2 / 3),
-    ("rouge-n", 'Hello, world! It\'s "fine" (really)... ok.', "Hello world It's fine really ok",
-     0.6363636364),  # [pf]
-    # METEOR (promptfoo's greedy alignment; WordNet 3.0)
-    ("meteor", "The cat sat on the mat", "The cat sat on the mat",
-     (1 - 0.5 * (1 / 6) ** 3) * 1.0),
-]
+from fixtures.tables.overlap import CASES, METEOR
 
 
 @pytest.mark.parametrize(("kind", "output", "value", "score"), CASES)
@@ -76,13 +46,6 @@ def test_repeated_pairs_scored_once_same_result(tmp_path):
     alone = run_assertion(tmp_path, {"type": "bleu", "value": "the cat sat"}, rows[3:])
     assert [g["score"] for g in got] == [1.0, 1.0, 1.0, alone[0]["score"]]
     assert alone[0]["score"] < 0.5  # "the dog" shares one word with the reference
-
-
-METEOR = [
-    # stem stage: cats/cat, sitting/sit (Porter); synonym stage: WordNet 3.0
-    ("the cats sitting on mat", "The cat sat on the mat"),
-    ("A feline sits on the rug", "The cat sat on the mat"),
-]
 
 
 @pytest.mark.parametrize(("output", "reference"), METEOR)

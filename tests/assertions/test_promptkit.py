@@ -6,6 +6,7 @@ import json
 
 import pytest
 from fixtures.suites import parse_problems, results
+from fixtures.tables.promptkit import COLUMN_CASES, WEATHER, call
 
 from checkllm_batch.assertions.reading.promptkit import is_promptkit, translate
 
@@ -171,17 +172,6 @@ def test_null_output_fails_text_checks(tmp_path):
     assert (r["status"], r["reason"]) == ("fail", "output is null")
 
 
-def call(name, args=None, error=None):
-    c = {"id": "c", "type": "function",
-         "function": {"name": name, "arguments": json.dumps(args or {})}}
-    if error:
-        c["error"] = error
-    return c
-
-
-WEATHER = [call("lookup_customer", {"id": 7}), call("get_weather", {"city": "Paris", "days": 3}),
-           call("create_ticket")]
-
 # (assertion, tool_calls (None: null in the column), status, reason fragment)
 TOOL_CASES = [
     ({"type": "tools_called", "params": {"tool_names": ["get_weather", "create_ticket"]}},
@@ -219,33 +209,6 @@ TOOL_CASES = [
     ({"type": "tool_no_repeat"}, [call("f"), call("f")], "fail", "f(2x)"),
     ({"type": "tool_no_repeat", "params": {"tools": ["g"], "max_repeats": 2}},
      [call("f"), call("f"), call("f"), call("g")], "pass", None),
-]
-
-# tool-no-repeat: PromptKit's tool_no_repeat (runtime/evals/handlers/tool_no_repeat.go, read
-# for its rule: a run of consecutive calls of one tool longer than max_repeats, default 1).
-# (assertion, row, status, reason fragment); test_every_value_is_a_column reruns it from vars.
-_A, _B = call("get_weather"), call("lookup_customer")
-COLUMN_CASES = [
-    ({"type": "tool-no-repeat"}, {"output": "", "tool_calls": json.dumps([_A, _A])}, "fail",
-     "repeated tool calls detected (max 1): get_weather(2x)"),
-    ({"type": "tool-no-repeat"}, {"output": "", "tool_calls": json.dumps([_A, _B, _A])}, "pass",
-     None),
-    ({"type": "tool-no-repeat", "max_repeats": 2},
-     {"output": "", "tool_calls": json.dumps([_A, _A, _A])}, "fail", "get_weather(3x)"),
-    ({"type": "tool-no-repeat", "max_repeats": 3},
-     {"output": "", "tool_calls": json.dumps([_A, _A, _A])}, "pass", None),
-    ({"type": "tool-no-repeat", "tools": ["lookup_customer"]},
-     {"output": "", "tool_calls": json.dumps([_A, _A, _B, _B])}, "fail",
-     "(max 1): lookup_customer(2x)"),
-    ({"type": "tool-no-repeat", "tools": "lookup_customer"},
-     {"output": "", "tool_calls": json.dumps([_A, _A])}, "pass", None),
-    ({"type": "not-tool-no-repeat"}, {"output": "", "tool_calls": json.dumps([_A, _A])}, "pass",
-     None),
-    ({"type": "tool-no-repeat"}, {"output": "", "tool_calls": "[]"}, "pass", None),  # empty
-    ({"type": "tool-no-repeat"}, {"output": None, "tool_calls": None}, "pass", None),  # null
-    ({"type": "tool-no-repeat"}, {"output": "ünï", "tool_calls": json.dumps([call("ünï")] * 2)},
-     "fail", "ünï(2x)"),
-    ({"type": "tool-no-repeat"}, {"output": "x"}, "error", "no tool_calls recorded"),
 ]
 
 

@@ -1,28 +1,9 @@
 """perplexity and perplexity-score from a logprobs column (promptfoo's assertions/perplexity.ts)."""
 
-import math
 
 import pytest
 from fixtures.engine import run_assertion
-
-LP = [-0.1, -0.2, -0.3]
-PPL = math.exp(0.2)
-CASES = [
-    ({"type": "perplexity"}, {"logprobs": LP}, "pass", 1.0),
-    ({"type": "perplexity", "threshold": 1.3}, {"logprobs": LP}, "pass", 1.0),
-    ({"type": "perplexity", "threshold": 1.2}, {"logprobs": LP}, "fail", 0.0),
-    ({"type": "not-perplexity", "threshold": 1.2}, {"logprobs": LP}, "pass", 1.0),
-    ({"type": "perplexity-score"}, {"logprobs": LP}, "pass", 1 / (1 + PPL)),
-    ({"type": "perplexity-score", "threshold": 0.45}, {"logprobs": LP}, "pass", 1 / (1 + PPL)),
-    ({"type": "perplexity-score", "threshold": 0.5}, {"logprobs": LP}, "fail", 1 / (1 + PPL)),
-    ({"type": "not-perplexity-score", "threshold": 0.5}, {"logprobs": LP}, "pass",
-     1 - 1 / (1 + PPL)),
-    ({"type": "perplexity-score"}, {"logprobs": [0.0]}, "pass", 0.5),
-    # no logprobs: an error with a reason, not a fail
-    ({"type": "perplexity"}, {"logprobs": None}, "error", None),
-    ({"type": "perplexity-score", "threshold": 0.1}, {"logprobs": []}, "error", None),
-    ({"type": "perplexity"}, {"logprobs": "[-0.1, -0.2, -0.3]"}, "pass", 1.0),  # CSV text
-]
+from fixtures.tables.provider import CASES
 
 
 @pytest.mark.parametrize(("assertion", "row", "status", "score"), CASES)

@@ -8,75 +8,7 @@ import os
 
 import pytest
 from fixtures.engine import run_assertion
-
-XML = [
-    ({"type": "is-xml"}, "<a><b>1</b></a>", "pass"),
-    ({"type": "is-xml"}, "<a><b></a>", "fail"),
-    ({"type": "is-xml"}, "note:<a>1</a> ok", "fail"),  # [pf]
-    ({"type": "is-xml"}, "", "fail"),
-    ({"type": "is-xml"}, "<café>ünï</café>", "pass"),
-    ({"type": "is-xml", "value": "analysis.summary"},
-     "<analysis><summary>x</summary></analysis>", "pass"),
-    ({"type": "is-xml", "value": "analysis.summary, analysis.score"},
-     "<analysis><summary>x</summary></analysis>", "fail"),
-    ({"type": "is-xml", "value": {"requiredElements": ["r.item.1", "r.@_id"]}},
-     '<r id="7"><item>a</item><item>b</item></r>', "pass"),
-    ({"type": "is-xml", "value": ["r.item.2"]}, "<r><item>a</item><item>b</item></r>", "fail"),
-    ({"type": "not-is-xml"}, "plain text", "pass"),
-    ({"type": "contains-xml"}, "note:<a>1</a> ok", "pass"),  # [pf]
-    ({"type": "contains-xml"}, "no xml here", "fail"),
-    ({"type": "contains-xml", "value": "a.b"}, "Result: <a><b>1</b></a> done", "pass"),
-    ({"type": "contains-xml", "value": "a.c"}, "Result: <a><b>1</b></a> done", "fail"),
-    ({"type": "not-contains-xml"}, "Result: <a/>", "fail"),
-]
-HTML = [
-    ({"type": "is-html"}, "<div><p>Hi</p></div>", "pass"),
-    ({"type": "is-html"}, "Hello <b>x</b>", "fail"),  # [pf] bare text outside tags
-    ({"type": "is-html"}, "<foo>x</foo>", "fail"),
-    ({"type": "is-html"}, "<my-widget>x</my-widget>", "pass"),
-    ({"type": "is-html"}, '<?xml version="1.0"?><p>x</p>', "fail"),
-    ({"type": "is-html"}, "   ", "fail"),
-    ({"type": "is-html"}, "<html><body>Hello</body></html>", "pass"),
-    ({"type": "contains-html"}, "Hello <b>x</b>", "pass"),  # [pf]
-    ({"type": "contains-html"}, "a < b and c > d", "fail"),
-    ({"type": "contains-html"}, "Use &amp; and <br/>", "pass"),
-    ({"type": "not-contains-html"}, "plain ünïcode text", "pass"),
-]
-SQL = [
-    ({"type": "is-sql"}, "SELECT id, name FROM users WHERE id = 1", "pass"),
-    ({"type": "is-sql"}, "SELECT id name FROM users", "fail"),  # missing comma heuristic
-    ({"type": "is-sql"}, "hello there", "fail"),  # [pf]
-    ({"type": "is-sql"}, "SELECT `a FROM t", "fail"),  # odd backticks
-    ({"type": "is-sql"}, "SELECT * FROM generate_series(1, 3)", "fail"),  # MySQL
-    ({"type": "is-sql", "value": {"databaseType": "PostgresQL"}},
-     "SELECT * FROM generate_series(1, 3)", "pass"),
-    ({"type": "is-sql"}, "", "fail"),
-    # sqlglot accepts these; node-sql-parser (promptfoo's) does not [pf]
-    ({"type": "is-sql"}, "SELECT * FROM FROM orders", "fail"),
-    ({"type": "is-sql"}, "SELECT id, name FROM users,", "fail"),
-    ({"type": "is-sql"}, "SELECT id, FROM users", "fail"),
-    ({"type": "is-sql"}, "UPDATE users SET total == 5 WHERE id = 1", "fail"),
-    ({"type": "is-sql"}, "SELECT id FROM users WHERE WHERE id = 1", "fail"),
-    ({"type": "is-sql", "value": {"databaseType": "PostgresQL"}},
-     "SELECT id FROM users WHERE id = 1 GROUP BY id,", "fail"),
-    # ... and these commas are fine [pf]
-    ({"type": "is-sql"}, "INSERT INTO t (a, b) VALUES (1, 2), (3, 4)", "pass"),
-    ({"type": "is-sql"}, "SELECT 'a,' AS x FROM t", "pass"),
-    ({"type": "is-sql"}, "SELECT id FROM t -- trailing, comment", "pass"),
-    ({"type": "is-sql"}, "SELECT a, b FROM t1, t2 WHERE t1.id = t2.id", "pass"),
-    ({"type": "is-sql", "value": {"allowedTables": ["select::null::users"]}},
-     "SELECT id FROM users", "pass"),
-    ({"type": "is-sql", "value": {"allowedTables": ["select::null::users"]}},
-     "SELECT id FROM orders", "fail"),
-    ({"type": "is-sql", "value": {"allowedColumns": ["select::users::id"]}},
-     "SELECT id FROM users", "pass"),
-    ({"type": "is-sql", "value": {"allowedColumns": ["select::users::id"]}},
-     "SELECT email FROM users", "fail"),
-    ({"type": "contains-sql"}, "Here:\n```sql\nSELECT 1\n```\nthanks", "pass"),
-    ({"type": "contains-sql"}, "Here:\n```python\nprint(1)\n```", "fail"),
-    ({"type": "contains-sql"}, "SELECT name FROM pets", "pass"),
-    ({"type": "not-contains-sql"}, "no query in this ünïcode answer", "pass"),
-]
+from fixtures.tables.structure import F1, FUNCTIONS, HTML, SQL, TOOLS, WEATHER, XML, call
 
 
 @pytest.mark.parametrize(("assertion", "output", "status"), XML + HTML + SQL)
@@ -100,30 +32,6 @@ def test_sql_bad_values_fail_at_parse_time(tmp_path, value):
         run_assertion(tmp_path, {"type": "is-sql", "value": value}, [{"output": "x"}])
 
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
-
-
-def call(name, args):
-    return {"id": "c1", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}
-
-
-TOOLS = [
-    ({"output": json.dumps([call("get_weather", {"city": "Zürich"})])}, "pass"),
-    ({"output": json.dumps({"content": None,
-                            "tool_calls": [call("get_weather", {"city": "Paris"})]})}, "pass"),
-    ({"output": json.dumps([call("get_weather", {})])}, "fail"),  # required property
-    ({"output": json.dumps([call("book_flight", {})])}, "fail"),  # unknown tool
-    ({"output": "It is sunny."}, "fail"),
-    ({"output": "", "tool_calls": json.dumps([call("get_weather", {"city": "Oslo"})])}, "pass"),
-    ({"output": "MCP Tool Result (weather): ok"}, "pass"),
-    ({"output": "MCP Tool Error (weather): boom"}, "fail"),
-]
-
-
 @pytest.mark.parametrize(("row", "status"), TOOLS)
 def test_openai_tools_call(tmp_path, row, status):
     assertion = {"type": "is-valid-openai-tools-call", "config": {"tools": [WEATHER]}}
@@ -142,9 +50,6 @@ def test_tools_per_row_column_and_missing_tools(tmp_path):
     assert [g["status"] for g in negated] == ["fail", "fail"]
 
 
-FUNCTIONS = [{"name": "get_weather", "parameters": WEATHER["function"]["parameters"]}]
-
-
 @pytest.mark.parametrize(("output", "status"), [
     ({"name": "get_weather", "arguments": '{"city": "Lima"}'}, "pass"),
     ({"function_call": {"name": "get_weather", "arguments": '{"city": "Lima"}'}}, "pass"),
@@ -156,19 +61,6 @@ def test_openai_function_call(tmp_path, output, status):
     assertion = {"type": "is-valid-openai-function-call", "value": FUNCTIONS}
     text = output if isinstance(output, str) else json.dumps(output)
     assert run_assertion(tmp_path, assertion, [{"output": text}])[0]["status"] == status
-
-
-F1 = [
-    ([call("get_weather", {}), call("search", {})], ["get_weather", "search"], 1.0),
-    ([call("get_weather", {})], ["get_weather", "search"], 2 / 3),
-    ([call("a", {}), call("b", {}), call("c", {})], "a, d", 0.4),
-    ([], "a", 0.0),
-    ({"type": "tool_use", "name": "a"}, "a", 1.0),  # Anthropic
-    ({"functionCall": {"name": "a"}}, "a", 1.0),  # Google
-    ("I called {\"type\": \"tool_use\", \"name\": \"a\"} then", "a", 0.0),  # [pf] prose, no call
-    ("I called:\n{\"type\": \"tool_use\", \"name\": \"a\"}\nthen", "a", 1.0),  # [pf] own line
-    ("I called {\"name\": \"a\"} then", "a", 0.0),  # a bare name object is not a call
-]
 
 
 @pytest.mark.parametrize(("calls", "value", "f1"), F1)

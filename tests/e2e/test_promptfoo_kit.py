@@ -10,42 +10,13 @@ functions (named there), expected to fail until it is fixed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from fixtures.engine import run_assertion
+from fixtures.promptfoo_kit import check_differences_say_why, check_verdict, params, table_rows
 
 KIT = Path(__file__).parents[1] / "promptfoo_kit"
-
-
-def table_rows(folder: Path) -> list[tuple[str, int, dict]]:
-    """(area, line number, row) of every table in `folder`."""
-    return [(path.stem, n, json.loads(line)) for path in sorted(folder.glob("*.jsonl"))
-            for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1) if line]
-
-
-def params(rows: list[tuple[str, int, dict]]) -> list:
-    """One pytest param a row; a "pending" row is a strict xfail."""
-    return [pytest.param(row, id=f"{area}-{n}", marks=[pytest.mark.xfail(
-        strict=True, reason=row["pending"])] if "pending" in row else [])
-        for area, n, row in rows]
-
-
-def check_verdict(got: dict, row: dict) -> None:
-    """Our result matches promptfoo's (or, for a "differs" row, our recorded one)."""
-    want = row.get("ours", row["promptfoo"]) if "differs" in row else row["promptfoo"]
-    if want["pass"] is None:  # promptfoo (or our deliberate difference): an error
-        assert got["status"] == "error", got
-        return
-    assert got["pass"] == want["pass"], (got, want)
-    if want.get("score") is not None and got["score"] is not None:
-        assert got["score"] == pytest.approx(want["score"], abs=1e-6), (got, want)
-
-
-def check_differences_say_why(rows: list[tuple[str, int, dict]]) -> None:
-    for area, n, row in rows:
-        assert "differs" not in row or (row["differs"] and "ours" in row), (area, n)
 
 
 ROWS = table_rows(KIT)

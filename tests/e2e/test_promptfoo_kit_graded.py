@@ -21,10 +21,10 @@ from typing import Any
 import polars as pl
 import pytest
 import yaml
+from fixtures.promptfoo_kit import check_differences_say_why, check_verdict, params, table_rows
 from judge_server import KEY_ENV, SECRET, JudgeServer, vector
 
 from checkllm_batch import api
-from e2e.test_promptfoo_kit import check_differences_say_why, check_verdict, params, table_rows
 
 KIT = Path(__file__).parents[1] / "promptfoo_kit" / "graded"
 ROWS = table_rows(KIT)

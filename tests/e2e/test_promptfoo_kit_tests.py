@@ -19,8 +19,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import run
-
-from e2e.test_promptfoo_kit import check_differences_say_why, params, table_rows
+from fixtures.promptfoo_kit import check_differences_say_why, params, table_rows
 
 ROWS = table_rows(Path(__file__).parents[1] / "promptfoo_kit" / "combine")
 OTHER = {"description": "other", "assert": [{"type": "contains", "value": "x"}]}

@@ -8,8 +8,8 @@ import json
 import duckdb
 import polars as pl
 import pytest
-from assertions.custom.test_webhook import Server
 from click.testing import CliRunner
+from fixtures.webhook import Server
 from judge_server import JudgeServer
 
 from checkllm_batch import api

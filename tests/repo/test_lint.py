@@ -130,3 +130,33 @@ def test_the_cli_starts_without_what_only_some_suites_need():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert [m for m in AT_FIRST_USE if m in proc.stdout.split()] == []
+
+
+def imported_test_modules(source: str) -> list[str]:
+    """The test modules (`test_*`, at any depth of a dotted path) that `source` imports."""
+    modules = [alias.name for node in ast.walk(ast.parse(source))
+               if isinstance(node, ast.Import) for alias in node.names]
+    modules += [node.module or "" for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.ImportFrom)]
+    return [m for m in modules if any(part.startswith("test_") for part in m.split("."))]
+
+
+@pytest.mark.parametrize("source,found", [
+    ("from test_text import CASES", ["test_text"]),
+    ("from assertions.test_text import CASES", ["assertions.test_text"]),
+    ("import e2e.test_promptfoo_kit as kit", ["e2e.test_promptfoo_kit"]),
+    ("from fixtures.tables.text import CASES", []),
+    ("from conftest import run", []),
+    ("def f():\n    from test_webhook import Server", ["test_webhook"]),
+])
+def test_the_guard_finds_imports_of_test_modules(source, found):
+    assert imported_test_modules(source) == found
+
+
+def test_no_test_module_imports_another():
+    """What several test modules share lives in tests/fixtures/ (or conftest.py): a test
+    module's tables are its own, and running one never imports (and collects) another."""
+    offenders = [f"{path.relative_to(ROOT)}: {', '.join(names)}"
+                 for path in sorted((ROOT / "tests").rglob("*.py"))
+                 if (names := imported_test_modules(path.read_text(encoding="utf-8")))]
+    assert not offenders, offenders

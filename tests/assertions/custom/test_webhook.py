@@ -3,72 +3,10 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from fixtures.suites import parse_problems, results
-
-
-class Server:
-    """Replies by output text: a JSON body, or an HTTP status; counts and keeps requests."""
-
-    def __init__(self):
-        self.requests: list[dict] = []
-        self.failures_left: dict[str, int] = {}
-        self.active = self.peak = 0
-        server = self
-        lock = threading.Lock()
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with lock:
-                    server.requests.append(body)
-                    server.active += 1
-                    server.peak = max(server.peak, server.active)
-                try:
-                    self._reply(body)
-                finally:
-                    with lock:
-                        server.active -= 1
-
-            def _reply(self, body):
-                output = body["output"] if isinstance(body["output"], str) else "json"
-                if server.failures_left.get(output, 0) > 0:
-                    server.failures_left[output] -= 1
-                    return self._send(503, b"busy")
-                replies = {
-                    "good": {"pass": True, "score": 0.9, "reason": "fine"},
-                    "bad": {"pass": False, "reason": "nope"},
-                    "flaky": {"pass": True},
-                    "json": {"pass": body["output"] == {"a": 1}},
-                    "vars": {"pass": body["context"]["vars"].get("city") == "Paris"},
-                    "nopass": {"score": 1},
-                }
-                if output == "http404":
-                    return self._send(404, b"missing")
-                if output == "notjson":
-                    return self._send(200, b"<html>")
-                if output.startswith("slow"):
-                    import time
-                    time.sleep(0.05)
-                    return self._send(200, b'{"pass": true}')
-                self._send(200, json.dumps(replies.get(output, {"pass": True})).encode())
-
-            def _send(self, code, data):
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/check"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+from fixtures.webhook import Server
 
 
 @pytest.fixture

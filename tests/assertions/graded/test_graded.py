@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from fixtures.judges import multi_step, scripted
 
 from checkllm_batch import api
 from checkllm_batch.assertions.graded import compare, faithfulness, geval, rag, reference, replies
@@ -150,30 +151,6 @@ def test_geval_steps_need_one_line_json():
             geval.geval_steps(bad)
 
 
-def scripted(request) -> str | list[float]:
-    """A judge whose verdicts follow the output's words."""
-    if request.kind == "embedding":
-        return [1.0, 0.0] if "Paris" in request.input else [0.0, 1.0]
-    text = "\n".join(c for _, c in request.messages)
-    output = text.split("<Output>")[-1].split("</Output>")[0]
-    if "[BEGIN DATA]" in text:
-        return "Reasoning.\nY\nY" if "Paris" in text.split("[Submission]")[1].split("[Criterion]")[0] \
-            else "No.\nN\nN"
-    if "expert_answer" in text:
-        return '{"category": "C"}' if "Paris" in text.split("submitted_answer")[1] else \
-            '{"category": "D"}'
-    if "garble" in output:
-        return "¯\\_(ツ)_/¯"
-    if "best fits" in text:
-        return "1"
-    if "Criteria:" in text:
-        return '{"passed": true, "score": 0.9, "reasoning": "ok"}'
-    good = "Paris" in output
-    if "<Instruction>" in text:
-        return '{"score": 0.9}' if good else '{"score": 0.2}'
-    return '{"pass": true, "score": 1}' if good else '{"pass": false, "score": 0}'
-
-
 def run(tmp_path: Path, asserts: str, outputs: list[str | None], judge=scripted, **config):
     suite = tmp_path / "suite.yaml"
     suite.write_text("judge:\n  model: gpt-4o-mini\ntests:\n  - description: t\n"
@@ -267,26 +244,6 @@ def test_provider_and_rubric_prompt_override(tmp_path):
     assert [r.model for r in j.sent] == ["gpt-4.1-nano"]
     assert j.sent[0].messages == (("user", "Grade Paris for x: JSON please"),)
     assert result.assertion_results["status"].to_list() == ["pass"]
-
-
-def multi_step(r):
-    """A judge for the multi-step types (g-eval, the RAG metrics)."""
-    if r.kind == "embedding":
-        return [1.0, 0.5]
-    text = r.messages[-1][1]
-    if "evaluation steps for that criteria" in text:
-        return '{"steps": ["check"]}'
-    if "Evaluation steps" in text:
-        return '{"score": 9, "reason": "fine"}'
-    if "statements:\n" in text and "Natural language" not in text:
-        return "Paris is the capital.\nIt is in France."
-    if "Natural language" in text:
-        return "Final verdict for each statement in order: Yes. No."
-    if "Generate a question" in text:
-        return "What is the capital?"
-    if "[Attributed]" in text:
-        return "1. x [Attributed]"
-    return "a\nb"  # context-relevance: two of the lines of the context "a\nb\nc\nd"
 
 
 def test_multi_step_types(tmp_path):

@@ -87,3 +87,16 @@ def test_every_package_folder_has_a_line_in_the_architecture():
 def test_every_architecture_line_names_a_package_folder():
     stale = sorted(_folder_lines() - _package_folders())
     assert not stale, f"docs/architecture.md names folders that do not exist: {stale}"
+
+
+# folders of tests/ that mirror no package folder (docs/architecture.md, ## Tests): the
+# command line's modules (cli*.py), whole runs, and checks of the repository itself
+CROSS_CUTTING = {"cli", "e2e", "repo"}
+
+
+def test_test_folders_mirror_the_package():
+    tests = ROOT / "tests"
+    folders = {p.parent.relative_to(tests).as_posix() for p in tests.rglob("test_*.py")}
+    stray = sorted(folders - _package_folders() - CROSS_CUTTING - {"."})
+    assert not stray, (f"tests/ folders that mirror no folder of checkllm_batch/: {stray}; "
+                       "move their tests to the folder of the package they test")

@@ -28,7 +28,7 @@ from fixtures.tables.promptkit import call as pk_call
 from fixtures.tables.provider import CASES as METADATA
 from fixtures.tables.structure import F1, FUNCTIONS, HTML, SQL, TOOLS, WEATHER, XML
 from fixtures.tables.text import CASES as TEXT
-from fixtures.tables.text_vocab import CASES as VOCAB_TEXT
+from fixtures.tables.text import ROW_CASES as TEXT_ROWS
 
 import checkllm_batch as cb
 from checkllm_batch.assertions.registry import REGISTRY, Kind, lookup
@@ -133,7 +133,7 @@ NOTHING_TO_MOVE = {"is-refusal", "perplexity", "perplexity-score", "contains-htm
 
 def _pool() -> list[Case]:
     out = [(a, {"output": o}) for a, o, _ in TEXT + DISTANCE + JSON_CASES]
-    out += [(a, r) for a, r, *_ in VOCAB_TEXT + METADATA]
+    out += [(a, r) for a, r, *_ in TEXT_ROWS + METADATA]
     out += [({"type": k, "value": v}, {"output": o}) for k, o, v, _ in OVERLAP]
     out += [({"type": "meteor", "value": ref}, {"output": o}) for o, ref in METEOR]
     out += [(a, {"output": o}) for a, o, _ in XML + HTML + SQL]

@@ -1,7 +1,7 @@
 """Issue 33's measurement: a mixed graded suite (llm-rubric, model-graded-closedqa,
-factuality, answer-relevance, similar; tests/realserver/cases.py) over `--cases` outputs,
+factuality, answer-relevance, similar; tests/fixtures/realserver/cases.py) over `--cases` outputs,
 judged by SmolLM2-135M-Instruct through llama.cpp's llama-server (prepared by
-tests/realserver/prepare.py), with and without structured output.
+tests/fixtures/realserver/prepare.py), with and without structured output.
 
 Prints, per setting: the share of graded results that are verdicts (pass or fail, not
 error), per type; how often the chat types' verdicts are right (half the answers are); chat calls and how many recorded the server's token usage; the wall time;
@@ -22,8 +22,8 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from realserver import cases, prepare  # noqa: E402
-from realserver.server import LlamaServer  # noqa: E402
+from fixtures.realserver import cases, prepare  # noqa: E402
+from fixtures.realserver.server import LlamaServer  # noqa: E402
 
 from checkllm_batch import api  # noqa: E402
 

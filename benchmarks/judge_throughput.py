@@ -9,7 +9,7 @@ share of the allowed rate, and the share of requests answered 429.
     .venv/bin/python benchmarks/judge_throughput.py [--calls 5000 --rpm 3000 --latency 0.1]
 
 `--real-server smollm2|tiny` measures against llama.cpp's llama-server instead (prepared
-by tests/realserver/prepare.py; `-np 4` slots, `--threads` 1 by default): requests/s of the
+by tests/fixtures/realserver/prepare.py; `-np 4` slots, `--threads` 1 by default): requests/s of the
 judge at concurrency 1, 4 and 8, and the share of the server's capacity it uses, the capacity being
 what a plain load of the same kind of requests (the official `openai` client, as many
 threads as the concurrency, no pipeline) achieves on the same server.
@@ -30,9 +30,9 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from fixtures.realserver import prepare  # noqa: E402
+from fixtures.realserver.server import LlamaServer  # noqa: E402
 from judge_server import JudgeServer  # noqa: E402
-from realserver import prepare  # noqa: E402
-from realserver.server import LlamaServer  # noqa: E402
 
 from checkllm_batch import api  # noqa: E402
 from checkllm_batch.suites.judge import JudgeConfig  # noqa: E402

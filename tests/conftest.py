@@ -56,7 +56,7 @@ def check(tmp_path):
     return one
 
 
-# --- a real OpenAI-compatible judge: llama.cpp's llama-server (tests/realserver/) ---------
+# --- a real OpenAI-compatible judge: llama.cpp's llama-server (tests/fixtures/realserver/) ---------
 
 
 def _real_server_required() -> bool:
@@ -69,15 +69,15 @@ def _prepared(path: Path) -> Path:
     if path.exists():
         return path
     why = (f"{path} is missing: prepare llama-server and its models with "
-           "`python tests/realserver/prepare.py` (tests/run.sh does, once per machine)")
+           "`python tests/fixtures/realserver/prepare.py` (tests/run.sh does, once per machine)")
     if _real_server_required():
         pytest.fail(why)
     pytest.skip(why)
 
 
 def _serve(model: Path):
-    from realserver import prepare
-    from realserver.server import LlamaServer
+    from fixtures.realserver import prepare
+    from fixtures.realserver.server import LlamaServer
 
     server = LlamaServer(_prepared(prepare.server_path()), model).start()
     return server
@@ -86,7 +86,7 @@ def _serve(model: Path):
 @pytest.fixture(scope="session")
 def tiny_server():
     """llama-server with the tiny random model: meaningless replies, fast protocol checks."""
-    from realserver import prepare
+    from fixtures.realserver import prepare
 
     _prepared(prepare.vocab_path())
     server = _serve(prepare.ensure_tiny_model())  # written from the cached vocab, no download
@@ -97,7 +97,7 @@ def tiny_server():
 @pytest.fixture(scope="session")
 def smol_server():
     """llama-server with SmolLM2-135M-Instruct: a real instruction-tuned model's replies."""
-    from realserver import prepare
+    from fixtures.realserver import prepare
 
     server = _serve(_prepared(prepare.smollm2_path()))
     yield server

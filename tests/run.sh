@@ -5,9 +5,9 @@
 #     (the HTML report test drives it with playwright; no browser download). Installed when
 #     missing, as root or through sudo; non-interactive, so CI (root, no stdin) needs nothing.
 #   - a virtual environment in .venv with the package and its test extras (PyPI).
-#   - llama.cpp's llama-server, a real judge for tests/test_judge_real_server.py: built once
+#   - llama.cpp's llama-server, a real judge for tests/judge/test_real_server.py: built once
 #     per machine (~4 min on 2 cores; g++ and cmake from apt when missing) from the sdist of
-#     llama-cpp-python, with its two models, into ~/.cache/checkllm-batch (tests/realserver/).
+#     llama-cpp-python, with its two models, into ~/.cache/checkllm-batch (tests/fixtures/realserver/).
 # CHECKLLM_REQUIRE_BROWSER=1 makes the browser test fail, not skip, if chromium is missing;
 # CHECKLLM_REQUIRE_JUDGE_SERVER=1 the same for the real-server tests and llama-server.
 set -euo pipefail
@@ -37,5 +37,5 @@ export CHECKLLM_REQUIRE_BROWSER=1 CHECKLLM_REQUIRE_JUDGE_SERVER=1
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
-.venv/bin/python tests/realserver/prepare.py >/dev/null
+.venv/bin/python tests/fixtures/realserver/prepare.py >/dev/null
 exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,1 @@
+"""Tests of checkllm_batch/assertions/: one module per assertions module, and the types across modules."""

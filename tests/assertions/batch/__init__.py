@@ -1,0 +1,1 @@
+"""Tests of assertions/batch/: per-row values."""

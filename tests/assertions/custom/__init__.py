@@ -1,0 +1,1 @@
+"""Tests of assertions/custom/: python, expression, webhook."""

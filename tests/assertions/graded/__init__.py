@@ -1,0 +1,1 @@
+"""Tests of assertions/graded/: the model-graded types with the scripted judge."""

@@ -1,0 +1,1 @@
+"""Tests of assertions/reading/: CSV __expected cells."""

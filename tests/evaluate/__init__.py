@@ -1,0 +1,1 @@
+"""Tests of evaluate/: assert-sets and test verdicts."""

@@ -1,0 +1,1 @@
+"""Tests of checkllm_batch/evaluate/judging/."""

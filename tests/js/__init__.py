@@ -1,0 +1,1 @@
+"""Tests of js/: Nunjucks templates and their filters."""

@@ -1,0 +1,1 @@
+"""Tests of judge/: the OpenAI-compatible client over real HTTP."""

@@ -1,0 +1,1 @@
+"""Tests of load/: frames as outputs, promptfoo's results file."""

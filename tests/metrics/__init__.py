@@ -1,0 +1,1 @@
+"""Tests of metrics/: named and derived metrics."""

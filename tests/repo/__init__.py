@@ -1,0 +1,1 @@
+"""Checks on the repository itself: lint and layers, docs, README, no row loops, type dispatch, where graded types live."""

@@ -1,0 +1,1 @@
+"""Tests of run/: a run's lifecycle on both engines."""

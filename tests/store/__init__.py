@@ -1,0 +1,1 @@
+"""Tests of store/: cases read from their source file."""

@@ -1,0 +1,1 @@
+"""Tests of suites/: the suite reader, from a file or a mapping."""

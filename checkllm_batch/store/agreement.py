@@ -21,11 +21,10 @@ skipped ones (not in the judge sample) are left out.
 
 from __future__ import annotations
 
+from ..assertions.graded.similar import EMBEDDING_TYPES
 from ..assertions.registry import REGISTRY, Kind
 
 Z95 = 1.959963984540054
-# graded types that compare embeddings: their judge is the embedding model
-_EMBEDDING = ("similar", "similar:dot", "similar:euclidean")
 
 
 def graded_types() -> list[str]:
@@ -105,7 +104,7 @@ def graded_verdicts_sql(columns: set[str] | None = None) -> str:
     columns = {"parent_index", "votes"} if columns is None else columns
     parent = "a.parent_index" if "parent_index" in columns else "NULL::INTEGER"
     votes = "a.votes" if "votes" in columns else "NULL::STRUCT(juror VARCHAR)[]"
-    embedding = _quoted(list(_EMBEDDING))
+    embedding = _quoted(list(EMBEDDING_TYPES))
     verdicts = f"""
         SELECT x.run_id, x.case_id, x.provider, x.prompt, x.test_index, x.assertion_index,
                x.parent_index, x.type, x.metric, x.status, x.pass, x.score, x.reason,

@@ -15,6 +15,8 @@ from . import replies
 from .context import Graded
 from .shared import cosine, graded
 
+# the types of this module, stored by these names: their judge is the embedding model
+EMBEDDING_TYPES = ("similar", "similar:dot", "similar:euclidean")
 EPSILON = sys.float_info.epsilon  # promptfoo's Number.EPSILON on both sides of the threshold
 
 

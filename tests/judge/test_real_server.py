@@ -256,3 +256,29 @@ def test_structured_smollm2_gives_verdicts_and_a_rerun_sends_nothing(tmp_path, s
     again = api.evaluate(suite, cases.cases(8), db=db, judge_config=judge)
     assert calls(again).is_empty()
     assert again.assertion_results["status"].to_list() == results["status"].to_list()
+
+
+def test_a_jury_grades_on_the_real_server(tmp_path, smol_server):
+    """Issue 35 on a real server: a jury of two jurors (llama-server answers any model name,
+    so one server stands for two judges) sends each juror's requests apart, keeps each
+    juror's verdict beside the jury's, and a re-run sends nothing."""
+    suite = write_suite(tmp_path, {"defaultTest": {"assert": [
+        {"type": "llm-rubric", "value": "names the capital of {{ country }} correctly"}]}})
+    db = tmp_path / "r.duckdb"
+    judge = config(smol_server, model=None, models=("juror-a", "juror-b"), vote="majority",
+                   structured=True)
+    run = api.evaluate(suite, cases.cases(4), db=db, judge_config=judge)
+    sent = calls(run).filter(pl.col("kind") == "chat")
+    models = [json.loads(body)["model"] for body in sent["request"]]
+    assert sorted(models) == ["juror-a"] * 4 + ["juror-b"] * 4  # each case, each juror
+    jurors = run.con.sql("SELECT case_id, juror, pass, verdict FROM juror_verdicts "
+                         f"WHERE run_id = '{run.run_id}' ORDER BY ALL").pl()
+    assert jurors.height == 8 and set(jurors["juror"]) == {"juror-a", "juror-b"}
+    results = run.assertion_results.sort("case_id")
+    assert (results["status"] != "error").all(), results["reason"].to_list()
+    # majority of two: the jury passes only where both jurors pass
+    both = jurors.group_by("case_id").agg(pl.col("pass").all()).sort("case_id")["pass"]
+    assert results["pass"].to_list() == both.to_list()
+    run.con.close()
+    again = api.evaluate(suite, cases.cases(4), db=db, judge_config=judge)
+    assert calls(again).is_empty()

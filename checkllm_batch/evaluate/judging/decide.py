@@ -24,7 +24,7 @@ def decide(plan: Plan, hook: JudgeHook, p: Planned, cases: pl.DataFrame,
     groups = [[{"case_id": c, "output": o, "scores": scores.get(c, [])}
                for c, o in zip(ids, outs)]
               for ids, outs in grouped.select("case_id", "output").iter_rows()]
-    if not p.atype.uses_judge:
+    if not p.atype.needs_judge(p.spec):
         outcomes = p.atype.fn(None, p.spec, groups)
     elif hook.runner is None:
         outcomes = [(None, None, NO_JUDGE)] * cases.height

@@ -95,6 +95,10 @@ PARSE_ERRORS = [
     ({"type": "assert-set", "assert": [{"type": "contians", "value": "x"}]},
      'assert 1.1 (contians): unknown assertion type "contians" (did you mean "contains"?)'),
     ({"type": "assert-set", "value": "x", "assert": EXAMPLE}, "assert-set takes no value"),
+    ({"type": "asert-set", "assert": EXAMPLE},  # a set is no registered type, yet known
+     'unknown assertion type "asert-set" (did you mean "assert-set"?)'),
+    ({"type": "assert-set", "assert": EXAMPLE, "treshold": 0.5},
+     'unknown field "treshold" for assert-set (did you mean "threshold"?)'),
 ]
 
 

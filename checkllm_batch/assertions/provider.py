@@ -49,7 +49,7 @@ def reads_judge_cost(spec: AssertionSpec) -> bool:
 
 @assertion("cost", value=Value.OPTIONAL, needs_text=False, prepare=_limit, prepared_dtype=pl.Float64,
            fields=("source",),
-           judged=reads_judge_cost, csv_threshold=0.75)
+           judge_cost=reads_judge_cost, csv_threshold=0.75)
 def cost(ctx: Ctx) -> Verdict:
     """The case's recorded `cost` is at most the threshold (or value), in USD.
 

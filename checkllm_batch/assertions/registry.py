@@ -1,14 +1,16 @@
 """One registry of assertion types, looked up by name (with "did you mean" for typos).
 
-A type is one small function registered under its YAML name. It receives a `Ctx` (the
-assertion's compiled value as a Polars expression, its threshold and parse-time prepared
-arguments) and returns a `Verdict` made of Polars expressions over the whole batch. The
-engine adds what every type shares: negation, null/non-text outputs, reasons, statuses.
+A type is one small function registered under its YAML name, with a record of its kind:
+a `VectorType`'s function receives a `Ctx` (the assertion's compiled value as a Polars
+expression, its threshold and parse-time prepared arguments) and returns a `Verdict` made of
+Polars expressions over the whole batch; a `JudgeType`'s grades rows through the judge; an
+`AcrossType`'s decides between the outputs of one test row. The engine adds what every type
+shares: negation, null/non-text outputs, reasons, statuses. An assert-set is no type: the
+suite reader reads it (suites/sets.py); its name is known here for "did you mean".
 """
 
 from __future__ import annotations
 
-import enum
 import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -16,36 +18,30 @@ from typing import TYPE_CHECKING, Any, Callable
 import polars as pl
 
 from ..errors import did_you_mean
-from ..suites.model import AssertionSpec
+from ..suites.model import ASSERT_SET, AssertionSpec
 from .batch.distinct import Outcome, over_distinct
 from .batch.pool import over_distinct_pool
 from .batch.values import PREPARED_ERROR, RowValues, literal_column
+from .records import (
+    READING,
+    RECORDS,
+    AcrossType,
+    AssertionType,
+    CsvValue,
+    JudgeType,
+    Kind,
+    Reading,
+    Value,
+    VectorType,
+)
+
+# the records (records.py) are read through the registry, where types are looked up
+__all__ = ["ALIASES", "NAMED_SCORES", "PROMPTKIT", "REGISTRY", "AcrossType", "AssertionType",
+           "CsvValue", "Ctx", "JudgeType", "Kind", "Reading", "Value", "VectorType",
+           "Verdict", "assertion", "known_names", "lookup", "promptkit_names"]
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)
-
-
-class Kind(enum.Enum):
-    VECTOR = "vector"  # pure Polars expressions over the batch
-    DISTINCT = "distinct"  # a library looks at each distinct value of a batch (flagged fallback)
-    JUDGE = "judge"  # model-graded: becomes judge requests
-    JUDGE_COST = "judge-cost"  # what the judge spent on the case's other assertions
-    ACROSS = "across"  # decided across the outputs of one test row, after every batch
-    SET = "set"  # its members are planned as assertions; the engine combines their results
-
-
-class Value(enum.Enum):
-    REQUIRED = "required"
-    OPTIONAL = "optional"
-    NONE = "none"
-
-
-class CsvValue(enum.Enum):
-    """How a CSV `__expected` cell's text after "type:" becomes the value."""
-
-    TRIMMED = "trimmed"  # stripped of surrounding spaces
-    ITEMS = "items"  # split into items at commas (quoted items may hold commas)
-    AS_IS = "as-is"  # kept as written; nothing after the type means no value
 
 
 @dataclass(frozen=True)
@@ -145,58 +141,6 @@ class Verdict:
     fails: pl.Expr | None = None
 
 
-@dataclass(frozen=True)
-class AssertionType:
-    """A registered type. What `fn` is depends on the kind: VECTOR and DISTINCT, Ctx ->
-    Verdict; JUDGE, Graded -> a frame of outcomes (case_id, test_index, passed, score,
-    reason); ACROSS, (Graded or None, spec, groups of the cases of one test row) -> an
-    outcome per case in order, each case a dict of case_id, output and scores (its other
-    assertions' (type, score)). JUDGE_COST is judge/cost.py's."""
-
-    name: str
-    fn: Callable[..., Any]
-    kind: Kind
-    value: Value
-    doc: str
-    fields: tuple[str, ...] = ()  # extra fields this type reads, besides value/threshold
-    required: tuple[str, ...] = ()  # of those (or value-like), the ones that must be present
-    default_threshold: float | None = None
-    needs_text: bool = True  # a null or non-text output fails it
-    json_ok: bool = False  # a structured (JSON) output is checked as its JSON text
-    null_value: bool = False  # an explicit `value: null` is a value (JSON null), not a missing one
-    prepared_dtype: PolarsDataType | None = None  # `Ctx.prepared` is a column of this type
-    # prepares rendered values in Polars where it can (null where it cannot)
-    prepare_column: Callable[[pl.Expr], pl.Expr] | None = None
-    templated: bool = True  # False: the value is code or an address, never a template
-    code_ref: bool = False  # a `file://x.py:fn` value names code to run, not a file to read
-    negatable: bool = True
-    prepare: Callable[[Any, AssertionSpec], Any] | None = None  # parse-time check, raises ValueError
-    # what `prepare` does for a per-row value when the evaluation checks the rest itself
-    # (a regex is compiled by the engine that matches it: no second compile per value)
-    prepare_row: Callable[[Any, AssertionSpec], Any] | None = None
-    value_aliases: tuple[str, ...] = ()  # fields that may hold the value (CheckLLM: reference, ...)
-    # specs of a vector type that read the judge's cost for the case instead (JUDGE_COST)
-    judged: Callable[[AssertionSpec], bool] | None = None
-    pooled: bool = False  # checks distinct values on the process pool (pool.py)
-    # its result waits on another process or a server (promptfoo adds it after the quick
-    # checks started with it: evaluate/plan.py adding_order)
-    waits: bool = False
-    uses_judge: bool = False  # ACROSS: `fn` asks the judge (it is given a Graded)
-    test_options: tuple[str, ...] = ()  # JUDGE: the test `options` keys it reads (Graded.options)
-    # promptfoo's CSV reading rule (assertionFromString) for a cell naming this type:
-    csv_threshold: float | None = None  # the threshold when the cell writes no "(N)"
-    csv_value: CsvValue = CsvValue.TRIMMED  # how the text after "type:" becomes the value
-
-    def kind_for(self, spec: AssertionSpec) -> Kind:
-        """This type's kind for one assertion: `cost` reads the judge's cost in some forms."""
-        return Kind.JUDGE_COST if self.judged is not None and self.judged(spec) else self.kind
-
-    def needs_judge(self, spec: AssertionSpec) -> bool:
-        """Whether this assertion needs a configured judge (else it ends as an error)."""
-        kind = self.kind_for(spec)
-        return kind in (Kind.JUDGE, Kind.JUDGE_COST) or (kind is Kind.ACROSS and self.uses_judge)
-
-
 # named scores an assertion reports besides its own metric (promptfoo's `namedScores`)
 NAMED_SCORES = pl.List(pl.Struct({"metric": pl.String, "score": pl.Float64}))
 
@@ -208,18 +152,32 @@ PROMPTKIT: dict[str, tuple[str, dict[str, str], dict[str, Any]]] = {}
 
 def assertion(name: str, *, kind: Kind = Kind.VECTOR, value: Value = Value.REQUIRED,
               aliases: tuple[str, ...] = (), **options: Any) -> Callable:
-    """Register the decorated function as the assertion type `name`."""
+    """Register the decorated function as the assertion type `name`: the record of its kind
+    (`RECORDS`), the options of `Reading` gathered into its own record."""
 
-    def register(fn: Callable[[Ctx], Verdict]) -> Callable[[Ctx], Verdict]:
+    def register(fn: Callable) -> Callable:
+        if name == ASSERT_SET:
+            raise RuntimeError(f"{name!r} is the suite's group of assertions, not a type")
         if name in REGISTRY or name in ALIASES:
             raise RuntimeError(f"assertion type {name!r} registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        REGISTRY[name] = AssertionType(name=name, fn=fn, kind=kind, value=value, doc=doc, **options)
+        REGISTRY[name] = record(name, fn, kind, value, doc, options)
         for alias in aliases:
             ALIASES[alias] = name
         return fn
 
     return register
+
+
+def record(name: str, fn: Callable, kind: Kind, value: Value, doc: str,
+           options: dict[str, Any]) -> AssertionType:
+    """The record of `kind` for a type declared with `options` (the decorator's keywords)."""
+    reading = Reading(**{k: options.pop(k) for k in READING & set(options)})
+    if kind not in (Kind.VECTOR, Kind.DISTINCT) and options.pop("needs_text", False):
+        # judged types read any output: a null one fails by the judge's rule (judging/rows.py)
+        raise TypeError(f"{name}: needs_text is a choice of vector and distinct types")
+    return RECORDS[kind](name=name, fn=fn, kind=kind, value=value, doc=doc, reading=reading,
+                         **options)
 
 
 def promptkit_names(target: str, *names: str, params: dict[str, str],
@@ -234,7 +192,8 @@ def promptkit_names(target: str, *names: str, params: dict[str, str],
 
 
 def known_names() -> list[str]:
-    return sorted([*REGISTRY, *ALIASES])
+    """Every name an assertion's `type` may give: the types, their aliases, assert-set."""
+    return sorted([*REGISTRY, *ALIASES, ASSERT_SET])
 
 
 def lookup(name: str) -> AssertionType:
@@ -242,4 +201,6 @@ def lookup(name: str) -> AssertionType:
     canonical = ALIASES.get(name, name)
     if canonical in REGISTRY:
         return REGISTRY[canonical]
+    if canonical == ASSERT_SET:  # read by the suite reader (suites/sets.py), never looked up
+        raise KeyError(f'"{name}" is a group of assertions, not a type')
     raise KeyError(f'unknown assertion type "{name}"' + did_you_mean(name, known_names()))

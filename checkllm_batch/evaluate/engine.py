@@ -16,7 +16,7 @@ import polars as pl
 
 from ..assertions import RowValues
 from ..assertions.graded import NO_JUDGE, PENDING
-from ..assertions.registry import NAMED_SCORES, Ctx, Kind, Verdict
+from ..assertions.registry import NAMED_SCORES, Ctx, Kind, VectorType, Verdict
 from ..js import template
 from .judging.jury import VOTES
 from .outcome import RESULT_SCHEMA, Reasons, Stop, outcome, stopped
@@ -37,7 +37,7 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
         rows = cases if p.tests is None else cases.filter(pl.col("test_index").is_in(list(p.tests)))
         if rows.height == 0:  # a batch without this assertion's tests (a dataset sorted by test)
             continue
-        if p.kind in (Kind.JUDGE, Kind.JUDGE_COST):
+        if p.kind is Kind.JUDGE:
             parts.append(judge(p, rows) if judge else _error_rows(p, rows, NO_JUDGE))
         elif p.kind is Kind.ACROSS:  # decided once every batch is stored (judge/across.py)
             parts.append(_error_rows(p, rows, PENDING))
@@ -117,6 +117,7 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
     """The type's verdict, plus what every type shares: negation, non-text outputs, reasons,
     and rows whose value cannot be used (a template or a value that does not compile)."""
     spec, atype = p.spec, p.atype
+    assert isinstance(atype, VectorType), f"{atype.name} is no vector type"
     row = RowValues.of(spec, atype.fields, atype.prepare_row or atype.prepare, rows)
     ctx = _context(p, row, rows, providers or {})
     verdict: Verdict = atype.fn(ctx)
@@ -158,6 +159,7 @@ def compile_assertion(p: Planned, rows: pl.DataFrame, providers: dict | None = N
 
 def _context(p: Planned, row: RowValues | None, rows: pl.DataFrame, providers: dict) -> Ctx:
     spec, atype = p.spec, p.atype
+    assert isinstance(atype, VectorType)
     threshold = spec.threshold if spec.threshold is not None else atype.default_threshold
     context = partial(Ctx, spec=spec, threshold=threshold, key=p.key, providers=providers)
     if row is not None:

@@ -33,6 +33,11 @@ class Planned:
     def kind(self) -> Kind:
         return self.atype.kind_for(self.spec)
 
+    @property
+    def reads_judge_cost(self) -> bool:
+        """Graded by the judge hook from the cost of the case's other graded assertions."""
+        return self.atype.reads_judge_cost(self.spec)
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -63,7 +68,7 @@ def build_plan(suite: Suite) -> Plan:
 
     for test in suite.tests:
         for index, spec in enumerate(test.asserts):
-            if lookup(spec.type).kind is not Kind.SET:
+            if not spec.is_set:
                 add(test.index, index, spec, None)
                 continue
             sets.append((test.index, index, spec.threshold, spec.label, spec.metric, spec.weight,
@@ -95,7 +100,7 @@ def adding_order(asserts: tuple[AssertionSpec, ...]) -> list[tuple[int, int, int
     results are added last, in order. The last bit of a score, and which failure's reason is
     the last, follow this order."""
     flat = [(i, j, c) for i, a in enumerate(asserts)
-            for j, c in (enumerate(a.children) if _is_set(a) else [(-1, a)])]
+            for j, c in (enumerate(a.children) if a.is_set else [(-1, a)])]
     done: list[tuple[int, int]] = []
     running: deque[tuple[int, int]] = deque()
     for i, j, spec in flat:
@@ -104,17 +109,12 @@ def adding_order(asserts: tuple[AssertionSpec, ...]) -> list[tuple[int, int, int
         slot = (i, j) if j >= 0 else (-1, i)
         (running if _waits(spec) else done).append(slot)
     done += running
-    done += [(-1, i) for i, a in enumerate(asserts) if _is_set(a)]
+    done += [(-1, i) for i, a in enumerate(asserts) if a.is_set]
     return [(parent, index, n) for n, (parent, index) in enumerate(done)]
 
 
 def _waits(spec: AssertionSpec) -> bool:
-    atype = lookup(spec.type)
-    return atype.waits or atype.kind is Kind.JUDGE
-
-
-def _is_set(spec: AssertionSpec) -> bool:
-    return lookup(spec.type).kind is Kind.SET
+    return lookup(spec.type).waits
 
 
 def _texts(spec: AssertionSpec) -> list:

@@ -1,4 +1,5 @@
-"""Combine assert-set members into the set's own result, per case (promptfoo §7.8, §10.1).
+"""Combine assert-set members into the set's own result, per case (promptfoo's assert-set:
+`src/assertions/index.ts` scores the members with an AssertionsResult of their own).
 
 A set is a small test over its members (`verdict.py`: weighted score, every member passing or
 the set's threshold, a member error makes the set an error); its row then counts in its test

@@ -1,4 +1,5 @@
-"""How a test (or an assert-set) passes: one rule, shared by both (SPEC §3, promptfoo §10.1).
+"""How a test (or an assert-set) passes: one rule, shared by both, as promptfoo's
+`src/assertions/assertionsResult.ts` (AssertionsResult) combines a test's or a set's results.
 
 Over the result rows of a test's top-level assertions (or of a set's members), in the order
 promptfoo adds them (`plan.adding_order`):

@@ -4,7 +4,7 @@ A case has the columns the engine reads: case_id, test_index, output (text), out
 ('text', 'json' or 'null'), provider, prompt, latency_ms, cost, finish_reason, logprobs
 (list of floats), tool_calls (JSON text; null when the outputs have no such column, `[]` for
 a row without calls), tools (JSON text or null), and `var.<name>` for each var a
-`{{template}}` uses. Other outputs columns are vars (SPEC §1). A missing column is null.
+`{{template}}` uses. Other outputs columns are vars (a template reads them as `{{name}}`). A missing column is null.
 A var column marked JSON_VAR (a JSON file's, see json_rows.py) holds each row's JSON text, or
 null where the row has no such key: the case's `vars` embed it as JSON, or leave it out.
 """

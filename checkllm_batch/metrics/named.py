@@ -1,4 +1,4 @@
-"""Named metrics (SPEC §3): per run x provider x prompt, the sum of each metric's scores
+"""Named metrics (a metric named by assertions' `metric:`): per run x provider x prompt, the sum of each metric's scores
 (weighted; metric-only counters count 1; an assert-set's members times the set's weight,
 and not under the set's own metric) over the results of the cases that did not error, with
 the weight and the count; then the derived metrics over those sums. All in SQL, once every
@@ -16,7 +16,7 @@ from .derived import derived_query
 # status, set_metric) after its WITH clause; `_FEEDS` keeps those that count, given the
 # case's test result `t`
 _RESULTS = """
-    WITH r AS (  -- an assert-set member counts with its weight times its set's (§10.2)
+    WITH r AS (  -- an assert-set member counts with its weight times its set's
         SELECT a.run_id, a.case_id, a.metric, a.score, a.named_scores, a.status,
                CASE WHEN a.metric_only THEN 1 ELSE a.weight END
                * COALESCE(CASE WHEN s.metric_only THEN 1 ELSE s.weight END, 1) AS w,

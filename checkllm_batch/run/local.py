@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..analysis.run import Run
 from ..assertions import pool
+from ..assertions.registry import VectorType
 from ..errors import InputError
 from ..evaluate.judging.hook import JudgeHook
 from ..evaluate.judging.session import close_hook, open_hook
@@ -77,7 +78,8 @@ def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path, batch_rows
 def _start_pool(plan: Plan, total: int | None) -> None:
     """The worker processes of the pooled types start while the first batch is read."""
     large = total is None or total >= pool.POOL_MIN  # a file of unknown length may be
-    if large and any(p.atype.pooled for p in plan.assertions):
+    if large and any(isinstance(p.atype, VectorType) and p.atype.pooled
+                     for p in plan.assertions):
         pool.start()
 
 

@@ -8,6 +8,10 @@ from typing import Any
 
 from ..errors import Where
 
+# a group of assertions with its own threshold, weight and metric, scored like a small test
+# (suites/sets.py reads it; evaluate/sets.py combines its members' results)
+ASSERT_SET = "assert-set"
+
 
 @dataclass(frozen=True)
 class AssertionSpec:
@@ -23,6 +27,11 @@ class AssertionSpec:
     args: dict[str, Any] = field(default_factory=dict)  # every other field, by canonical name
     children: tuple[AssertionSpec, ...] = ()  # assert-set members
     where: Where = field(default_factory=Where, compare=False)
+
+    @property
+    def is_set(self) -> bool:
+        """An assert-set: its members (`children`) are the assertions evaluated."""
+        return self.type == ASSERT_SET
 
     @property
     def label(self) -> str:

@@ -13,25 +13,23 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ConfigError, Problem, Where
 from ..js.yaml12 import LineDict, load_yaml
 from . import schema
 from .judge import JudgeConfig
-from .model import AssertionSpec, DerivedMetric, Suite, TestSpec
+from .model import DerivedMetric, Suite, TestSpec
 from .problems import Problems, at, validate
+from .sets import ReadAssertion, read_assertion
 from .testfiles import Cell, read_test_file
-
-# one assertion as written -> its spec (None: a problem was added): (raw, index, the
-# test's vars, the folder file:// paths are read from, the test's place, the problems)
-ReadAssertion = Callable[[Any, int, dict, Path, Where, Problems], "AssertionSpec | None"]
 
 
 @dataclass(frozen=True)
 class Vocabulary:
     """What reading a suite needs from the assertion types, given by the layer that has
-    them: how one assertion is checked, and how a CSV `__expected` cell is read."""
+    them: how one assertion is checked (an assert-set's members too: the set is read here,
+    sets.py), and how a CSV `__expected` cell is read."""
 
     assertion: ReadAssertion
     cell: Cell
@@ -193,7 +191,7 @@ def _test(index: int, raw: Any, default: dict, source: str | None, base: Path,
     inherited = [] if options.get("disableDefaultAsserts") else default.get("assert") or []
     asserts = [*inherited, *(raw.get("assert") or [])]
     threshold = raw.get("threshold", default.get("threshold"))
-    parsed = tuple(vocabulary.assertion(a, i, vars_, base, where, problems)
+    parsed = tuple(read_assertion(a, i, vars_, base, where, problems, vocabulary.assertion)
                    for i, a in enumerate(asserts))
     output = raw.get("providerOutput", raw.get("output"))
     return TestSpec(

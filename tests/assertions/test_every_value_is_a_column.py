@@ -31,7 +31,7 @@ from fixtures.tables.text import CASES as TEXT
 from fixtures.tables.text import ROW_CASES as TEXT_ROWS
 
 import checkllm_batch as cb
-from checkllm_batch.assertions.registry import REGISTRY, Kind, lookup
+from checkllm_batch.assertions.registry import REGISTRY, Kind, VectorType, lookup
 from checkllm_batch.errors import ConfigError
 from checkllm_batch.judge.protocol import ScriptedJudge
 
@@ -195,7 +195,7 @@ def moved(assertion: dict, row: dict, tag: str) -> tuple[dict, dict]:
         row[name] = value
         return "{{ " + name + " }}"
 
-    for field in ("value", *atype.fields, *atype.value_aliases):
+    for field in ("value", *atype.fields, *atype.reading.value_aliases):
         value = out.get(field)
         if value is None or field in LITERAL_ONLY:
             continue
@@ -211,7 +211,8 @@ def moved(assertion: dict, row: dict, tag: str) -> tuple[dict, dict]:
 
 def outcomes(tmp_path, type_name: str, cases: list[Case]) -> list[tuple]:
     atype = REGISTRY[type_name]  # the judged types, the ones decided across cases, cost
-    graded = atype.kind in (Kind.JUDGE, Kind.ACROSS) or atype.judged is not None
+    graded = atype.kind in (Kind.JUDGE, Kind.ACROSS) or (
+        isinstance(atype, VectorType) and atype.judge_cost is not None)
     suite = {**({"judge": {"model": "gpt-4o-mini"}} if graded else {}),
              "tests": [{"description": f"c{i}", "prompt": "What is the capital of France?",
                         "assert": a if isinstance(a, list) else [a]}

@@ -7,7 +7,7 @@ result must have the same pass and score (to the last bit); its reason too where
 promptfoo's is its own (a threshold, no assertions, all passed: a failing test's is one
 assertion's, whose wording is each type's table's business); each component its pass and score, in
 promptfoo's order (an assert-set followed by its members); and the named metrics (mean and
-weight) unless a metric-only assertion feeds one (SPEC §3 counts it with weight 1, promptfoo
+weight) unless a metric-only assertion feeds one (we count it with weight 1, promptfoo
 with 0). A row with "differs" gives our
 verdict in its "ours" field instead (the difference is in docs/assertions/README.md).
 """
@@ -57,9 +57,9 @@ def check(got: dict, row: dict) -> None:
         assert got["reason"] == want["reason"], got
     assert len(got["components"]) == len(want["components"]), got
     for (p, s, metric_only), (wp, ws) in zip(got["components"], want["components"], strict=True):
-        assert p == wp or metric_only, got  # SPEC §3: a metric-only row keeps its own verdict
+        assert p == wp or metric_only, got  # a metric-only row keeps its own verdict
         assert s is None or ws is None or s == pytest.approx(ws), got
-    if not any(metric_only for _, _, metric_only in got["components"]):  # SPEC §3: weight 1
+    if not any(metric_only for _, _, metric_only in got["components"]):  # ours: weight 1
         assert got["named"] == {k: [pytest.approx(v), pytest.approx(w)]
                                 for k, (v, w) in want["named"].items()}, got
 

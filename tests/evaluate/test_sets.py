@@ -1,4 +1,5 @@
-"""`assert-set`: a mini-test with its own threshold, weight and metric (promptfoo §7.8, §10.1)."""
+"""`assert-set`: a mini-test with its own threshold, weight and metric (as promptfoo's
+`src/assertions/assertionsResult.ts` scores a set's members)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from fixtures.suites import parse_problems, run
 
 import checkllm_batch as cb
 
-# promptfoo's worked example (§10.1) as the members of a set.
+# a weighted pair (equals with weight 2, contains): "world" scores 1/3, as members of a set.
 EXAMPLE = [{"type": "equals", "value": "Hello world", "weight": 2},
            {"type": "contains", "value": "world"}]
 
@@ -94,6 +95,10 @@ PARSE_ERRORS = [
     ({"type": "assert-set", "assert": [{"type": "contians", "value": "x"}]},
      'assert 1.1 (contians): unknown assertion type "contians" (did you mean "contains"?)'),
     ({"type": "assert-set", "value": "x", "assert": EXAMPLE}, "assert-set takes no value"),
+    ({"type": "asert-set", "assert": EXAMPLE},  # a set is no registered type, yet known
+     'unknown assertion type "asert-set" (did you mean "assert-set"?)'),
+    ({"type": "assert-set", "assert": EXAMPLE, "treshold": 0.5},
+     'unknown field "treshold" for assert-set (did you mean "threshold"?)'),
 ]
 
 

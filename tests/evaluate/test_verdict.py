@@ -1,4 +1,5 @@
-"""Test results: weighted score, pass, threshold (0 included), metric-only, errors (SPEC §3)."""
+"""Test results: weighted score, pass, threshold (0 included), metric-only, errors (the rule
+of evaluate/verdict.py)."""
 
 import pytest
 from conftest import run

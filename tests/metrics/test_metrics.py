@@ -1,4 +1,4 @@
-"""Named metrics and derivedMetrics computed in DuckDB (SPEC §3, reference §10.4–§10.5)."""
+"""Named metrics and derivedMetrics computed in DuckDB (metrics/named.py, metrics/derived.py)."""
 
 import pytest
 from conftest import ROOT, run

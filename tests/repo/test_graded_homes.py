@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from checkllm_batch.assertions.registry import ALIASES, REGISTRY, Kind
+from checkllm_batch.assertions.registry import ALIASES, REGISTRY, AcrossType, JudgeType
 
 PACKAGE = ROOT / "checkllm_batch"
 GRADED = PACKAGE / "assertions" / "graded"
 SHARED = {"__init__", "context", "prompts", "replies", "shared"}  # no type, no prompt here
 MODEL_GRADED = sorted(name for name, t in REGISTRY.items()
-                      if t.kind is Kind.JUDGE or t.uses_judge)
+                      if isinstance(t, JudgeType) or isinstance(t, AcrossType) and t.uses_judge)
 
 
 def _prompts(path: Path) -> list[str]:

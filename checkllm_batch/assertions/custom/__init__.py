@@ -1,15 +1,12 @@
-"""Custom logic (docs/assertions/custom.md): python, expression, webhook and assert-set.
+"""Custom logic (docs/assertions/custom.md): python, expression and webhook.
 
 python: an inline Python expression or a function from `file://checks.py:fn`; a function
 marked with `@batch_check` gets the whole batch as a Polars DataFrame (the vectorised path),
 any other is called once per distinct case (the flagged row-wise fallback). expression: a
 DuckDB SQL or Polars SQL expression over the batch's columns, run once per batch. webhook:
 each distinct case POSTed to a URL. How each runs is beside this module (scripts.py,
-expression.py, webhook.py). assert-set: nested assertions combined like a small test
-(promptfoo's assert-set; the rule a test passes by is evaluate/verdict.py's): its children are
-planned and evaluated as ordinary assertions and the engine combines them per case (weighted mean score; pass = every child passed, or score >= the
-set's threshold; any child error makes the set an error); children's rows are kept with
-`parent_index` = the set's index. Nested sets and `not-assert-set` are parse errors.
+expression.py, webhook.py). The page's assert-set is a group of assertions in the suite,
+not a type: suites/sets.py reads it, evaluate/sets.py combines its members' results.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from ..batch import caseframe
-from ..registry import Ctx, Kind, Value, Verdict, assertion
+from ..registry import Ctx, Kind, Verdict, assertion
 from .expression import RESULT as EXPRESSION
 from .expression import check_expression, run_expression
 from .scripts import RESULT as SCRIPT
@@ -74,10 +71,3 @@ def webhook(ctx: Ctx) -> Verdict:
         return_dtype=pl.Struct(WEBHOOK)))
     return Verdict(result.struct.field("ok"), f"pass the webhook {cfg['url']}",
                    score=result.struct.field("score"), detail=result.struct.field("detail"))
-
-
-@assertion("assert-set", kind=Kind.SET, value=Value.NONE, fields=("assert",), required=("assert",),
-           negatable=False, needs_text=False)
-def assert_set(ctx: Ctx) -> Verdict:
-    """Nested assertions with their own threshold, weight and metric."""
-    raise AssertionError("assert-set is combined by the engine from its children's results")

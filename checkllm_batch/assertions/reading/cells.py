@@ -64,7 +64,7 @@ def assertion_from_string(cell: str) -> dict[str, Any]:
     # each type declares its CSV rule (csv_value, csv_threshold); promptfoo's rules name
     # types, never one of our aliases (similar:cosine, model-graded-relevance): those read plain
     atype = REGISTRY.get(base)
-    reading = atype.csv_value if atype else CsvValue.TRIMMED
+    reading = atype.reading.csv_value if atype else CsvValue.TRIMMED
     if reading is CsvValue.ITEMS:
         if not rest:  # promptfoo keeps "" or nothing as it is: the type needs a value
             return out  # (and these types take no threshold)
@@ -78,7 +78,7 @@ def assertion_from_string(cell: str) -> dict[str, Any]:
     elif rest is not None:
         out["value"] = rest.strip()
     # only the types with a CSV threshold take one; promptfoo ignores `(N)` on the others
-    default = atype.csv_threshold if atype else _UNREGISTERED_CSV_THRESHOLDS.get(base)
+    default = atype.reading.csv_threshold if atype else _UNREGISTERED_CSV_THRESHOLDS.get(base)
     if default is not None:
         out["threshold"] = default if threshold is None else float(threshold)
     return out

@@ -16,7 +16,8 @@ from ...suites import schema
 from ...suites.model import AssertionSpec
 from ...suites.parse import TOOL_KEYS, load_value
 from ...suites.problems import Problems, at, validate
-from ..registry import AssertionType, Kind, Value, lookup
+from ...suites.sets import assertion_number
+from ..registry import AssertionType, Value, lookup
 from . import promptkit
 
 _CUSTOM = ("write the check as `python` (a Python expression or file://checks.py:fn) or "
@@ -46,42 +47,42 @@ COMMON_FIELDS = {"value", "provider", "rubricPrompt"}  # besides schema.Assertio
 
 
 def read_assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_where: Where,
-                   problems: Problems, nested: bool = False) -> AssertionSpec | None:
+                   problems: Problems) -> AssertionSpec | None:
     """One assertion as written, checked against the registry: its spec, or None when a
-    problem was added (each with its place: the test's, then "assert N (type)")."""
+    problem was added (each with its place: the test's, then "assert N (type)"). An
+    assert-set is the suite reader's (suites/sets.py), which reads its members here."""
     kind = raw.get("type") if isinstance(raw, dict) else None
-    label = f"assert {_number(index)}" + (f" ({kind})" if kind else "")
+    label = f"assert {assertion_number(index)}" + (f" ({kind})" if kind else "")
     where = at(raw, replace(test_where, assertion=label))
-    found = _registered(raw, where, nested, problems)
+    found = _registered(raw, where, problems)
     if found is None:
         return None
     raw, negate, name, atype = found
     fields = dict(raw)
-    known = {*schema.Assertion.model_fields, *COMMON_FIELDS, *atype.fields, *atype.value_aliases}
+    aliases = atype.reading.value_aliases
+    known = {*schema.Assertion.model_fields, *COMMON_FIELDS, *atype.fields, *aliases}
     for key in fields:
         if key not in known:
             problems.add(where, f'unknown field "{key}" for {name}' + did_you_mean(key, known))
     value = fields.get("value")
-    for alias in atype.value_aliases:
+    for alias in aliases:
         if value is None and fields.get(alias) is not None:
             value = fields[alias]
-    value = _script_ref(value, base, problems) if atype.code_ref else \
+    value = _script_ref(value, base, problems) if atype.reading.code_ref else \
         load_value(value, base, where, problems)
     args = {k: fields[k] for k in atype.fields if k in fields}
-    given = atype.null_value and "value" in fields  # `value: null` given, not left out
+    given = atype.reading.null_value and "value" in fields  # `value: null` given, not left out
     if not given and not _required_present(atype, value, args, where, problems):
         return None
     if atype.value is Value.NONE and value is not None:
         problems.add(where, f"{name} takes no value")
     threshold, weight = fields.get("threshold"), fields.get("weight", 1)
-    children = _children(args.pop("assert", None), index, vars_, base, test_where, problems) \
-        if atype.kind is Kind.SET else ()
     config = fields.get("config")
     if isinstance(config, dict):  # declared tools may live in a file, as in promptfoo
         fields["config"] = {k: load_value(v, base, where, problems) if k in TOOL_KEYS else v
                             for k, v in config.items()}
     spec = AssertionSpec(
-        type=atype.name, negate=negate, value=value, children=children,
+        type=atype.name, negate=negate, value=value,
         threshold=float(threshold) if threshold is not None else None, weight=float(weight),
         metric=_metric(fields.get("metric"), vars_),
         metric_only=weight == 0 or bool(fields.get("metricOnly")),
@@ -91,8 +92,7 @@ def read_assertion(raw: Any, index: int | str, vars_: dict, base: Path, test_whe
     return spec
 
 
-def _registered(raw: Any, where: Where, nested: bool,
-                problems: Problems) -> tuple[dict, bool, str, AssertionType] | None:
+def _registered(raw: Any, where: Where, problems: Problems) -> tuple[dict, bool, str, AssertionType] | None:
     """The assertion (PromptKit's translated), whether negated, the type's name as written
     and its registered type; None when a problem was added."""
     kind = raw.get("type") if isinstance(raw, dict) else None
@@ -126,26 +126,7 @@ def _registered(raw: Any, where: Where, nested: bool,
     if negate and not atype.negatable:
         problems.add(where, f'"{kind}": {name} has no not- form')
         return None
-    if nested and atype.kind is Kind.SET:
-        problems.add(where, "an assert-set cannot contain another assert-set")
-        return None
     return raw, negate, name, atype
-
-
-def _number(index: int | str) -> str:
-    return str(index + 1) if isinstance(index, int) else index
-
-
-def _children(raw: Any, index: int | str, vars_: dict, base: Path, test_where: Where,
-              problems: Problems) -> tuple[AssertionSpec, ...]:
-    """An assert-set's members, numbered "<set>.<child>" in messages."""
-    where = replace(test_where, assertion=f"assert {_number(index)}")
-    if not isinstance(raw, list) or not raw:
-        problems.add(where, "assert-set needs `assert`: a non-empty list of assertions")
-        return ()
-    parsed = (read_assertion(a, f"{_number(index)}.{i + 1}", vars_, base, test_where, problems,
-                             nested=True) for i, a in enumerate(raw))
-    return tuple(a for a in parsed if a is not None)
 
 
 def _script_ref(value: Any, base: Path, problems: Problems) -> Any:
@@ -162,7 +143,7 @@ def _required_present(atype: AssertionType, value: Any, args: dict, where: Where
         options = need.split("|")
         present = [o for o in options if (value if o == "value" else args.get(o)) is not None]
         if not present:
-            names = " or ".join(f"`{o}`" for o in [*options, *atype.value_aliases] if o)
+            names = " or ".join(f"`{o}`" for o in [*options, *atype.reading.value_aliases] if o)
             problems.add(where, f"{atype.name} needs {names}")
             return False
     return True
@@ -176,7 +157,7 @@ def _check_value(atype: AssertionType, spec: AssertionSpec, where: Where, proble
         return
     templated = template.value_has_template(spec.value) or any(
         template.has_template(spec.args.get(f)) for f in atype.fields)
-    if templated and not atype.templated:
+    if templated and not atype.reading.templated:
         problems.add(where, f"the value of {atype.name} cannot be a template: it is code or an "
                      "address, compiled once; read per-row values from the case's vars instead")
         return

@@ -29,7 +29,7 @@ def decide(plan: Plan, hook: JudgeHook, p: Planned, cases: pl.DataFrame,
                            schema={"case_id": pl.Int64})
     ordered = ordered.join(cases.select("case_id", "test_index"), on="case_id",
                            maintain_order="left")
-    if not p.atype.uses_judge:
+    if not p.atype.needs_judge(p.spec):
         decided = _outcomes(ordered, p.atype.fn(None, p.spec, groups))
     elif hook.runner is None:
         decided = _outcomes(ordered, [(None, None, NO_JUDGE)] * ordered.height)

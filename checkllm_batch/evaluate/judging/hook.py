@@ -14,7 +14,7 @@ import polars as pl
 
 from ...assertions.graded import NO_JUDGE
 from ...assertions.graded.context import OUTCOME_SCHEMA, Graded
-from ...assertions.registry import Kind
+from ...assertions.registry import JudgeType, Kind
 from ...judge.protocol import JudgeRunner
 from ...suites.judge import JudgeConfig
 from ..plan import Plan, Planned
@@ -51,7 +51,7 @@ class JudgeHook:
             return judged_rows(p, rows.select(
                 "case_id", "test_index", passed=pl.lit(None, pl.Boolean),
                 score=pl.lit(None, pl.Float64), reason=pl.lit(NO_JUDGE)))
-        if p.kind is Kind.JUDGE_COST:
+        if p.reads_judge_cost:
             return judge_cost(p, rows, self._case_costs(rows))
         null_rows = rows.filter(pl.col("output_kind") == "null")
         grade_rows = rows.filter(pl.col("output_kind") != "null")
@@ -73,7 +73,7 @@ class JudgeHook:
         """(case_id, cost) of this batch's judge calls, the other graded assertions graded
         first (memoised: each is graded once a batch)."""
         for q in self.plan.assertions:
-            if q.kind is Kind.JUDGE:
+            if q.kind is Kind.JUDGE and not q.reads_judge_cost:
                 self(q, rows if q.tests is None else rows.filter(pl.col("test_index").is_in(q.tests)))
         if not self.case_cost:
             return pl.DataFrame(schema={"case_id": pl.Int64, "cost": pl.Float64})
@@ -107,13 +107,14 @@ class JudgeHook:
         triple, the tests' indexes) pairs: a rubricPrompt or an option may be a mapping or a
         list, so the triples are no dict keys."""
         out: dict[tuple, list[int]] = {}
+        reads = p.atype.test_options if isinstance(p.atype, JudgeType) else ()
         for index in rows["test_index"].unique().to_list():
             test = self.tests[index]
             provider = p.spec.args.get("provider") or p.spec.args.get("model") \
                 or test.options.get("provider")
             rubric = p.spec.args.get("rubricPrompt", test.options.get("rubricPrompt"))
             options = tuple(sorted((k, _freeze(v)) for k, v in test.options.items()
-                                   if k in p.atype.test_options))
+                                   if k in reads))
             key = (provider_model(provider), _freeze(rubric), options)
             out.setdefault(key, []).append(index)
         return [((m, _thaw(r), tuple((k, _thaw(v)) for k, v in o)), t)

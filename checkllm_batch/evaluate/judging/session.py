@@ -33,7 +33,7 @@ def plan_calls(plan: Plan, cases: pl.DataFrame, hook: JudgeHook) -> None:
     else is evaluated: python checks, webhooks and expressions could reach outside the
     process, and a dry run must not."""
     for p in plan.assertions:
-        if p.kind is Kind.JUDGE:
+        if p.kind is Kind.JUDGE and not p.reads_judge_cost:
             hook(p, cases if p.tests is None
                  else cases.filter(pl.col("test_index").is_in(list(p.tests))))
 

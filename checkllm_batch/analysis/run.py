@@ -92,3 +92,9 @@ class Run:
             SELECT count(*) FROM assertion_results a JOIN test_results t USING (run_id, case_id)
             WHERE a.run_id = ? AND t.status = 'skipped' AND a.status IN ('fail', 'error')
               AND NOT COALESCE(a.metric_only, false)""", [self.run_id]).fetchall()[0][0]
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a run as its pass rates per provider."""
+        from .html_summary import run_html
+
+        return run_html(self)

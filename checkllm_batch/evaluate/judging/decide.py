@@ -22,6 +22,8 @@ def decide(plan: Plan, hook: JudgeHook, p: Planned, cases: pl.DataFrame,
     score)."""
     grouped = cases.group_by("test_index", "vars", maintain_order=True).agg("case_id", "output")
     scores = _other_scores(plan, cases, results)
+    # row-wise: a type decided across a test's outputs (select-best, max-score) reads each
+    # test's cases as a list, once after every batch is stored; not the vectorised path
     groups = [[{"case_id": c, "output": o, "scores": scores.get(c, [])}
                for c, o in zip(ids, outs)]
               for ids, outs in grouped.select("case_id", "output").iter_rows()]
@@ -63,6 +65,7 @@ def _other_scores(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame
                   on=["test_index", "assertion_index", "parent_index"], how="anti",
                   nulls_equal=True))
     out: dict[int, list[tuple[str, float]]] = {}
+    # row-wise: the groups above hand each case's scores to the type as a list
     for case, kind, score in rows.sort("case_id", "assertion_index").select(
             "case_id", "type", "score").iter_rows():
         out.setdefault(case, []).append((kind, score))

@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..assertions.graded.similar import EMBEDDING_TYPES
 from ..assertions.registry import REGISTRY, Kind
 
-Z95 = 1.959963984540054
+Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
 
 
 def graded_types() -> list[str]:

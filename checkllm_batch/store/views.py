@@ -11,6 +11,7 @@ from __future__ import annotations
 import duckdb
 
 from . import agreement
+from .agreement import Z95  # the two-sided 95 % quantile, once for both intervals
 from .cases import create_cases_view, sql_string
 from .votes import create_vote_views
 
@@ -32,7 +33,6 @@ TABLES = {
 
 _CASE = "c.run_id, c.case_id, c.provider, c.prompt, c.test_id, c.description"
 
-Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
 
 
 def wilson_sql(passed: str, n: str) -> tuple[str, str]:

@@ -82,4 +82,7 @@ def test_readme_example_command_in_a_fresh_clone(tmp_path):
     done = subprocess.run(example, shell=True, cwd=clone, env=env, capture_output=True,
                           text=True, stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stderr[-2000:]
-    assert "derived metrics:" in done.stdout
+    # what the README says it prints: pass rates, named and derived metrics with intervals
+    assert "pass_rate_low" in done.stdout
+    assert "derived metrics (low, high: 95 % bootstrap interval):" in done.stdout
+    assert "│ f1 " in done.stdout

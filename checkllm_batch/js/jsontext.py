@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
 import orjson
 import yaml
 
@@ -209,17 +210,39 @@ def extract_json_objects(text: str) -> list[Any]:
     """promptfoo's extraction: brace-balanced spans from each `{` but a last character,
     truncated ones auto-closed, parsed leniently (strict JSON first, then a YAML flow mapping as js-yaml would)."""
     found: list[Any] = []
+    too_deep = _nesting(text)
     start = text.find("{")
     while 0 <= start < len(text) - 1:  # a `{` that ends the text is never tried
         end, depth = _balanced_end(text, start)
         span = text[start:end] if end else text[start:start + MAX_SPAN] + "}" * depth
-        parsed = _lenient(span)
+        parsed = None if too_deep(start, span) else _lenient(span)
         if isinstance(parsed, dict):
             found.append(parsed)
             start = text.find("{", start + len(span) if end else len(text))
         else:
             start = text.find("{", start + 1)
     return found
+
+
+def _nesting(text: str) -> Callable[[int, str], bool]:
+    """A test of whether the span at `start` surely nests deeper than js-yaml allows, decided
+    from its brackets alone (so that a text of thousands of nested `{` is not parsed once per
+    `{`, each time to be refused). It answers only for a span without quotes or comments,
+    where every bracket opens or closes a collection; for any other span it says no, and
+    the span is parsed."""
+    if text.count("{") + text.count("[") <= MAX_YAML_DEPTH:
+        return lambda start, span: False
+    points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    opens = (points == ord("{")) | (points == ord("["))
+    closes = (points == ord("}")) | (points == ord("]"))
+    depth = np.cumsum(opens.astype(np.int32) - closes.astype(np.int32))
+
+    def too_deep(start: int, span: str) -> bool:
+        stop = min(start + len(span), len(text))
+        deepest = depth[start:stop].max() - (depth[start - 1] if start else 0)
+        # bracket n opens a collection inside n - 1 others; a margin of two past the limit
+        return deepest > MAX_YAML_DEPTH + 2 and not any(c in span for c in ('"', "'", "#", "//"))
+    return too_deep
 
 
 def _balanced_end(text: str, start: int) -> tuple[int | None, int]:

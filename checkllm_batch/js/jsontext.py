@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import orjson
@@ -210,12 +210,12 @@ def extract_json_objects(text: str) -> list[Any]:
     """promptfoo's extraction: brace-balanced spans from each `{` but a last character,
     truncated ones auto-closed, parsed leniently (strict JSON first, then a YAML flow mapping as js-yaml would)."""
     found: list[Any] = []
-    too_deep = _nesting(text)
+    spans = _Spans(text)
     start = text.find("{")
     while 0 <= start < len(text) - 1:  # a `{` that ends the text is never tried
-        end, depth = _balanced_end(text, start)
+        end, depth = spans.end(start)
         span = text[start:end] if end else text[start:start + MAX_SPAN] + "}" * depth
-        parsed = None if too_deep(start, span) else _lenient(span)
+        parsed = None if spans.too_deep(start, span) else _lenient(span)
         if isinstance(parsed, dict):
             found.append(parsed)
             start = text.find("{", start + len(span) if end else len(text))
@@ -224,25 +224,39 @@ def extract_json_objects(text: str) -> list[Any]:
     return found
 
 
-def _nesting(text: str) -> Callable[[int, str], bool]:
-    """A test of whether the span at `start` surely nests deeper than js-yaml allows, decided
-    from its brackets alone (so that a text of thousands of nested `{` is not parsed once per
-    `{`, each time to be refused). It answers only for a span without quotes or comments,
-    where every bracket opens or closes a collection; for any other span it says no, and
-    the span is parsed."""
-    if text.count("{") + text.count("[") <= MAX_YAML_DEPTH:
-        return lambda start, span: False
-    points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    opens = (points == ord("{")) | (points == ord("["))
-    closes = (points == ord("}")) | (points == ord("]"))
-    depth = np.cumsum(opens.astype(np.int32) - closes.astype(np.int32))
+class _Spans:
+    """Where each span ends, and whether it surely nests deeper than js-yaml allows. A text
+    with more brackets than that limit (thousands of nested `{`, say) has its depths counted
+    once, with NumPy: each span is then found, and one nested too deep refused, without a
+    walk of the text or a parse per `{` (quadratic in such a text)."""
 
-    def too_deep(start: int, span: str) -> bool:
-        stop = min(start + len(span), len(text))
-        deepest = depth[start:stop].max() - (depth[start - 1] if start else 0)
+    def __init__(self, text: str):
+        self.text = text
+        self.braces = self.brackets = None
+        if text.count("{") + text.count("[") > MAX_YAML_DEPTH:
+            points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+            self.braces = np.cumsum((points == ord("{")).astype(np.int32)
+                                    - (points == ord("}")).astype(np.int32))
+            self.brackets = self.braces + np.cumsum((points == ord("[")).astype(np.int32)
+                                                    - (points == ord("]")).astype(np.int32))
+
+    def end(self, start: int) -> tuple[int | None, int]:
+        """_balanced_end's answer, from the counted depths when there are any."""
+        if self.braces is None:
+            return _balanced_end(self.text, start)
+        depth = self.braces[start:start + MAX_SPAN] - (self.braces[start - 1] if start else 0)
+        closed = int(np.argmax(depth <= 0))  # the first point back at depth 0, if any
+        return (start + closed + 1, 0) if depth[closed] == 0 else (None, int(depth[-1]))
+
+    def too_deep(self, start: int, span: str) -> bool:
+        """Decided from the brackets alone, for a span without quotes or comments (where
+        every bracket opens or closes a collection); for any other span, no: it is parsed."""
+        if self.brackets is None:
+            return False
+        depth = self.brackets[start:start + len(span)]
+        deepest = depth.max() - (self.brackets[start - 1] if start else 0)
         # bracket n opens a collection inside n - 1 others; a margin of two past the limit
         return deepest > MAX_YAML_DEPTH + 2 and not any(c in span for c in ('"', "'", "#", "//"))
-    return too_deep
 
 
 def _balanced_end(text: str, start: int) -> tuple[int | None, int]:
@@ -268,7 +282,9 @@ def _lenient(span: str) -> Any:
     does not parse or nests a node deeper than js-yaml's limit (maxDepth 100)."""
     try:
         found = orjson.loads(span)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as e:
+        if str(e).startswith("depth limit exceeded"):  # JSON, valid until 1024 levels down:
+            return None  # js-yaml reads the same nesting and refuses it at 100
         try:
             found = yaml.load(_hash_comments(span), Loader=_FlowLoader)  # noqa: S506 (safe)
         except (yaml.YAMLError, RecursionError):

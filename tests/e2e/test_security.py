@@ -35,7 +35,7 @@ def test_dry_run_runs_no_webhook_and_no_python_check(tmp_path, recorder):
     marker = tmp_path / "ran.txt"
     suite = tmp_path / "suite.yaml"
     suite.write_text(f"""
-judge: {{model: gpt-4o-mini, base_url: "http://127.0.0.1:9"}}
+judge: {{model: gpt-4o-mini, base_url: "http://127.0.0.1:9", retries: 0}}
 tests:
   - assert:
       - {{type: webhook, value: "{recorder.url}"}}

@@ -38,4 +38,6 @@ export CHECKLLM_REQUIRE_BROWSER=1 CHECKLLM_REQUIRE_JUDGE_SERVER=1
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
 .venv/bin/python tests/fixtures/realserver/prepare.py >/dev/null
-exec .venv/bin/python -m pytest "$@"
+# one pytest-xdist worker per core (tests of one Ray cluster or one llama-server share a
+# worker: their modules' xdist_group); `tests/run.sh -n 0` runs them in this process
+exec .venv/bin/python -m pytest -n auto --dist loadgroup "$@"

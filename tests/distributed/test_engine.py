@@ -25,6 +25,9 @@ import checkllm_batch as cb
 from checkllm_batch.distributed import evaluate_frames, evaluate_ray
 from checkllm_batch.errors import InputError
 
+# one worker of pytest-xdist (tests/run.sh) runs every Ray test: one local cluster at a time
+pytestmark = pytest.mark.xdist_group("ray")
+
 ROWS = 100_000  # as issue 14 asks: about 40 s of this file on a 2-core machine
 TESTS = 8
 SUITE = {

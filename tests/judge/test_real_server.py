@@ -30,6 +30,9 @@ from checkllm_batch.judge.openai_judge import OpenAIJudge
 from checkllm_batch.judge.protocol import chat
 from checkllm_batch.suites.judge import JudgeConfig
 
+# one worker of pytest-xdist (tests/run.sh) runs these: one llama-server of each model
+pytestmark = pytest.mark.xdist_group("llama_server")
+
 KEY_ENV = "CHECKLLM_REAL_JUDGE_KEY"  # never set: a local server needs no key ("EMPTY")
 CONTEXT = "Paris is the capital of France. It lies on the Seine. Lyon is its third city."
 EVERY_TYPE = [

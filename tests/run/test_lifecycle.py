@@ -19,6 +19,9 @@ from conftest import write_suite
 import checkllm_batch as cb
 from checkllm_batch.errors import InputError, Interrupted
 
+# one worker of pytest-xdist (tests/run.sh) runs every Ray test: one local cluster at a time
+pytestmark = pytest.mark.xdist_group("ray")
+
 ROWS, BATCH = 200, 50  # four batches locally, four fragments (one per row group) on Ray
 SUITE = {"tests": [{"description": f"t{i}", "assert": [{"type": "contains", "value": "ü"}]}
                    for i in range(2)]}

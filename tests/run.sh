@@ -34,9 +34,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 export CHECKLLM_REQUIRE_BROWSER=1 CHECKLLM_REQUIRE_JUDGE_SERVER=1
 
+# llama-server builds (CPU, minutes, once per machine) while pip installs (network)
+python3 tests/fixtures/realserver/prepare.py --stdlib >/dev/null &
+building=$!
+trap 'kill "$building" 2>/dev/null || true' EXIT
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
+wait "$building"
+trap - EXIT
 .venv/bin/python tests/fixtures/realserver/prepare.py >/dev/null
 # one pytest-xdist worker per core (tests of one Ray cluster or one llama-server share a
 # worker: their modules' xdist_group); `tests/run.sh -n 0` runs them in this process

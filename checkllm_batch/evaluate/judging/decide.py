@@ -22,11 +22,11 @@ def decide(plan: Plan, hook: JudgeHook, p: Planned, cases: pl.DataFrame,
     score)."""
     grouped = cases.group_by("test_index", "vars", maintain_order=True).agg("case_id", "output")
     scores = _other_scores(plan, cases, results)
-    # row-wise: a type decided across a test's outputs (select-best, max-score) reads each
-    # test's cases as a list, once after every batch is stored; not the vectorised path
+    # a type decided across a test's outputs (select-best, max-score) reads each test's cases
+    # as a list, once after every batch is stored; not the vectorised path
     groups = [[{"case_id": c, "output": o, "scores": scores.get(c, [])}
-               for c, o in zip(ids, outs)]
-              for ids, outs in grouped.select("case_id", "output").iter_rows()]
+               for c, o in zip(ids, outs)]  # row-wise: the type's input is a list per test
+              for ids, outs in grouped.select("case_id", "output").iter_rows()]  # row-wise: idem
     ordered = pl.DataFrame({"case_id": [c["case_id"] for g in groups for c in g]},
                            schema={"case_id": pl.Int64})
     ordered = ordered.join(cases.select("case_id", "test_index"), on="case_id",
@@ -65,8 +65,8 @@ def _other_scores(plan: Plan, cases: pl.DataFrame, results: pl.DataFrame
                   on=["test_index", "assertion_index", "parent_index"], how="anti",
                   nulls_equal=True))
     out: dict[int, list[tuple[str, float]]] = {}
-    # row-wise: the groups above hand each case's scores to the type as a list
+    # the groups above hand each case's scores to the type as a list
     for case, kind, score in rows.sort("case_id", "assertion_index").select(
-            "case_id", "type", "score").iter_rows():
+            "case_id", "type", "score").iter_rows():  # row-wise: a list of scores per case
         out.setdefault(case, []).append((kind, score))
     return out

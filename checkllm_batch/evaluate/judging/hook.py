@@ -108,8 +108,8 @@ class JudgeHook:
         list, so the triples are no dict keys."""
         out: dict[tuple, list[int]] = {}
         reads = p.atype.test_options if isinstance(p.atype, JudgeType) else ()
-        # per-distinct: once per test of the suite in the batch (its options), not per row
-        for index in rows["test_index"].unique().to_list():
+        # once per test of the suite in the batch (its options), not per row
+        for index in rows["test_index"].unique().to_list():  # per-distinct: a test's options
             test = self.tests[index]
             provider = p.spec.args.get("provider") or p.spec.args.get("model") \
                 or test.options.get("provider")

@@ -41,7 +41,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     `resume` re-runs the run of that id in place: no judge call already answered is sent.
     `engine="ray"` runs it on a Ray cluster (Parquet files, or a Ray Dataset as `outputs`;
     see docs/ray.md). A Parquet file's outputs and vars are not copied into `db`: its
-    `cases` view reads them from the file (store/cases.py), unless `copy_outputs`.
+    `cases` view reads them from the file (store/cases.py), unless `copy_outputs`; a
+    dataframe's are written as Parquet parts beside a file `db`.
     `judge_sample` ('2%', 0.02, or a count such as 2000) judges a seeded sample of the cases
     only (run/sample.py); the others' graded assertions end `skipped`, every deterministic
     check still runs on every row. A resumed run keeps the sample it began with."""

@@ -103,7 +103,8 @@ def _one_line(message, category, filename, lineno, line=None) -> str:
 @click.option("--results", "results", metavar="DIR", help="With --engine ray: keep the "
               "Parquet shards in DIR (without an explicit --db: only the shards).")
 @click.option("--copy-outputs", is_flag=True, help="Copy a Parquet file's outputs and vars "
-              "into the database (by default its `cases` view reads them from the file).")
+              "into the database (by default its `cases` view reads them from the file; "
+              "--filter'ed rows' from Parquet parts beside the database).")
 @user_errors
 def eval_command(suite: str | None, config_path: str | None, outputs: str | None,
                  output_path: str | None, db: str, batch_rows: int,

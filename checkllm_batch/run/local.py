@@ -58,7 +58,7 @@ def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path, batch_rows
     if resume:  # checked before the run is taken up: a refusal leaves it as it was
         chosen = resumed_sample(con, store.run_to_resume(con, resume), chosen)
     run_id, done = lifecycle.begin(con, suite, source, config, resume, hashed.result)
-    text = _keeps_text(con, run_id, resume, copy_outputs, outputs, builder)
+    text = _keeps_text(con, run_id, resume, copy_outputs, outputs, builder, done)
     hook = open_hook(plan, con, run_id, judge_config, judge=judge, progress=progress)
     evaluator.hook = sampled(hook, chosen)
     bar = RunProgress(run_id, total, progress, hook.runner, done=done)
@@ -134,14 +134,16 @@ def _stop_reading(reader: Iterator) -> None:
 
 
 def _keeps_text(con, run_id: str, resume: str | None, copy: bool, outputs: Outputs,
-                builder: CaseBuilder) -> bool:
-    """Whether the run copies its cases' text, or reads it from its Parquet file: a new run
-    as asked and as the file allows, a resumed one as it began (its file's record renewed)."""
+                builder: CaseBuilder, done: int) -> bool | cases_store.Parts:
+    """How the run keeps its cases' text: read from its Parquet file (False), a new run as
+    asked and as the file allows, a resumed one as it began (its file's record renewed);
+    a dataframe's written as Parquet parts beside a file database; else copied (True)."""
+    if not isinstance(outputs, (str, Path)):
+        return copy or cases_store.parts(con, run_id, done) or True
     if resume:
         copy = not con.execute("SELECT 1 FROM case_sources WHERE run_id = ?",
                                [run_id]).fetchall()
-    source = str(outputs) if isinstance(outputs, (str, Path)) else None
-    return copy or not cases_store.leave_in_file(con, run_id, source, builder.row_vars,
+    return copy or not cases_store.leave_in_file(con, run_id, str(outputs), builder.row_vars,
                                                  builder.vars_heads())
 
 

@@ -19,6 +19,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..suites.model import Suite
+from .cases import Parts, drop_parts
 from .schema import migrate, pending
 
 # Low-cardinality strings go to DuckDB dictionary-encoded: about twice as fast to insert.
@@ -209,15 +210,20 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
            results: pl.DataFrame, tests: pl.DataFrame, outputs_hash: Callable[[], str | None],
-           *, text: bool = True) -> None:
+           *, text: bool | Parts = True) -> None:
     """One batch, in one transaction with its run_batches row: a batch is stored whole or
-    not at all. The outputs' content hash is recorded with the first batch. Without `text`,
-    the cases' output and vars are left to their source file (store/cases.py)."""
+    not at all. The outputs' content hash is recorded with the first batch. The cases'
+    output and vars are stored with `text`, else left to their source file (False) or
+    written to the run's Parquet parts (store/cases.py)."""
     # Polars types Series.min() as any literal; an Int64 column's is an int
     first = int(cases["case_id"].min())  # type: ignore[arg-type]
-    if not text:
+    if isinstance(text, Parts):
+        text.write(cases, first)
+    if text is not True:
         cases = cases.with_columns(output=pl.lit(None, pl.String), vars=pl.lit(None, pl.String))
     with transaction(con):
+        if isinstance(text, Parts):
+            text.record(con, run_id)
         for table, frame, columns in (("case_rows", cases, CASE_COLUMNS),
                                       ("assertion_results", results, RESULT_COLUMNS),
                                       ("test_results", tests, TEST_COLUMNS)):
@@ -266,6 +272,7 @@ def fail_run(con: duckdb.DuckDBPyConnection, run_id: str, error: str,
     fixed file is another file). Its judge answers stay in `judge_calls`, the cache."""
     with transaction(con):
         if not keep:
+            drop_parts(con, run_id)
             for table in ("case_rows", "assertion_results", "test_results", "run_batches",
                           "named_metrics", "derived_metrics"):
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])

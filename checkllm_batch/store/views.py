@@ -19,9 +19,11 @@ TABLES = {
     "runs": "one row per evaluation run: status, suite, outputs, config, case count",
     "assertions": "each assertion's spec per run: test, index, type, metric, weight",
     "case_rows": "the stored part of `cases`: output and vars left null where a run reads "
-                 "them from its source file (case_sources)",
+                 "them from its source file (case_sources) or its parts (case_parts)",
     "case_sources": "the Parquet file each run reads its cases' output and vars from, with "
                     "its size and modification time when scored",
+    "case_parts": "the folder of Parquet parts (case_id, output, vars) each run of a "
+                  "dataframe reads its cases' text from, beside the database",
     "assertion_results": "one row per case x assertion: status, pass, score, reason",
     "test_results": "one row per case: test status, pass, weighted score, reason",
     "named_metrics": "named-metric sums, weights and counts per run x provider x prompt",

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 import checkllm_batch as cb
+from checkllm_batch.errors import Interrupted
 from checkllm_batch.store import results as store
 from checkllm_batch.store import schema
 from checkllm_batch.store.schema import MIGRATIONS
@@ -176,3 +177,97 @@ def test_a_database_from_before_case_sources_keeps_its_cases(tmp_path, monkeypat
     assert con.execute("SELECT provider, cases, passed FROM pass_rates").fetchall() == [
         ("p", 1, 1)]
     con.close()
+
+
+# A dataframe has no file to read back: its text is written as Parquet parts beside a file
+# database, one per batch (store/cases.Parts)
+
+def frame_runs(tmp_path, frame: pl.DataFrame, batch_rows: int = 3):
+    """(run keeping its text as parts, run copying it) of the same frame, one database."""
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    return tuple(cb.evaluate(tmp_path / "s.yaml", frame, db=tmp_path / "r.duckdb",
+                             batch_rows=batch_rows, copy_outputs=copy) for copy in (False, True))
+
+
+@pytest.mark.parametrize("extra", [e for e, _ in SHAPES], ids=["text", "int", "bool", "float",
+                                                              "struct"])
+def test_a_frames_text_is_read_from_its_parts_as_copied(tmp_path, extra):
+    parts, copied = frame_runs(tmp_path, dataset(**extra))
+    con = copied.con
+    assert cases(con, parts.run_id) == cases(con, copied.run_id)
+    assert con.execute("SELECT count(output), count(vars) FROM case_rows WHERE run_id = ?",
+                       [parts.run_id]).fetchall() == [(0, 0)]
+    folder = tmp_path / "r.duckdb.cases" / parts.run_id
+    assert con.execute("SELECT * FROM case_parts").fetchall() == [(parts.run_id, str(folder))]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "000000000000.parquet", "000000000003.parquet", "000000000006.parquet"]
+    vars_ = con.execute("SELECT vars->>'own', vars->>'expected' FROM cases WHERE run_id "
+                        "= ? ORDER BY case_id LIMIT 2", [parts.run_id]).fetchall()
+    assert vars_ == [("té'st", "pla"), (None, "ünï")]
+
+
+def test_an_in_memory_database_keeps_a_frames_text(tmp_path):
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    run = cb.evaluate(tmp_path / "s.yaml", dataset(), db=":memory:", batch_rows=3)
+    assert run.con.execute("SELECT output FROM case_rows ORDER BY case_id").fetchall() == [
+        (t,) for t in TEXTS]
+    assert run.con.execute("SELECT count(*) FROM case_parts").fetchall() == [(0,)]
+    assert list(tmp_path.iterdir()) == [tmp_path / "s.yaml"]
+
+
+def test_a_frame_run_stopped_between_a_part_and_its_batch_resumes_whole(tmp_path, monkeypatch):
+    """The second batch's part is written, then the run stops before the batch commits:
+    resumed in batches of another size, every case has its text once."""
+    from checkllm_batch.store.cases import Parts
+
+    write, calls = Parts.write, []
+
+    def stop_after_second(self, cases, first):
+        write(self, cases, first)
+        calls.append(first)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Parts, "write", stop_after_second)
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    frame, db = dataset(), tmp_path / "r.duckdb"
+    with pytest.raises(Interrupted) as stopped:
+        cb.evaluate(tmp_path / "s.yaml", frame, db=db, batch_rows=3)
+    run_id = stopped.value.run_id
+    folder = tmp_path / "r.duckdb.cases" / run_id
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "000000000000.parquet", "000000000003.parquet"]  # the second not committed
+    monkeypatch.setattr(Parts, "write", write)
+    resumed = cb.evaluate(tmp_path / "s.yaml", frame, db=db, batch_rows=2, resume=run_id)
+    copied = cb.evaluate(tmp_path / "s.yaml", frame, db=db, copy_outputs=True)
+    assert cases(resumed.con, run_id) == cases(resumed.con, copied.run_id)
+    ids = pl.read_parquet(folder / "*.parquet")["case_id"].sort().to_list()
+    assert ids == list(range(8))  # each case in one part
+
+
+def test_bad_input_in_a_frame_removes_its_parts(tmp_path):
+    """Row 5 (the second batch) names no test: the first batch's part goes with its rows,
+    and `cases` still reads."""
+    frame = dataset().with_columns(test_id=pl.Series(["t1", "t2"] * 2 + ["nope"] + ["t1"] * 3))
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    with pytest.raises(cb.InputError, match="'nope' matches no test"):
+        cb.evaluate(tmp_path / "s.yaml", frame, db=db, batch_rows=4)
+    assert list((tmp_path / "r.duckdb.cases").glob("**/*.parquet")) == []
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM cases").fetchall() == [(0,)]
+        assert con.execute("SELECT count(*) FROM case_parts").fetchall() == [(0,)]
+
+
+def test_a_missing_parts_folder_is_reported_by_name(tmp_path):
+    import shutil
+
+    parts, copied = frame_runs(tmp_path, dataset())
+    copied.con.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cb.Results(tmp_path / "r.duckdb").con.close()
+    shutil.rmtree(tmp_path / "r.duckdb.cases")
+    with pytest.warns(UserWarning, match=rf"run {parts.run_id} reads .*r\.duckdb\.cases"):
+        results = cb.Results(tmp_path / "r.duckdb")
+    assert results.run(parts.run_id).summary()["cases"].sum() == 8  # the facts are stored

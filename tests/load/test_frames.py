@@ -15,6 +15,7 @@ from conftest import ROOT, write_suite
 
 import checkllm_batch as cb
 from checkllm_batch.errors import InputError
+from checkllm_batch.load import frames
 from checkllm_batch.load.frames import Keep, frame_source
 
 # empty, null and unicode rows; a category-like provider; expected per row
@@ -52,6 +53,8 @@ KINDS = [  # (name, the rows as that kind of frame, the kind of frame cb.score r
     ("pandas", lambda t, p: t.to_pandas().set_axis(INDEX), pd.DataFrame),
     ("polars", lambda t, p: pl.from_arrow(t), pl.DataFrame),
     ("polars lazy", lambda t, p: pl.scan_parquet(p), pl.DataFrame),
+    ("polars lazy, filtered", lambda t, p: pl.scan_parquet(p).filter(  # not read by slices
+        pl.col("provider").is_not_null()), pl.DataFrame),
     ("arrow table", lambda t, p: t, pa.Table),
     ("arrow reader", lambda t, p: pa.RecordBatchReader.from_batches(
         t.schema, t.to_batches(max_chunksize=3)), pa.Table),
@@ -118,6 +121,35 @@ def test_a_db_given_holds_the_run(tmp_path):
     cases = cb.Results(db).cases()
     assert cases.height == ROWS.num_rows
     assert cases.sort("case_id")["status"].to_list() == frame["status"].to_list()
+
+
+SLICED = [  # (a query over the file, whether Polars reads a slice of it at its scans alone)
+    ("scan", lambda p: pl.scan_parquet(p), True),
+    ("columns", lambda p: pl.scan_parquet(p).select("output", n=pl.col("output").str.len_chars()),
+     True),
+    ("ipc", lambda p: pl.read_parquet(p).write_ipc(p.with_suffix(".arrow")) or pl.scan_ipc(
+        p.with_suffix(".arrow")), True),
+    ("filter", lambda p: pl.scan_parquet(p).filter(pl.col("output") != "x"), False),
+    ("sort", lambda p: pl.scan_parquet(p).sort("output"), False),
+    ("row index", lambda p: pl.scan_parquet(p).with_row_index(), True),  # at the scan too
+    ("concat", lambda p: pl.concat([pl.scan_parquet(p)] * 2), False),
+    ("csv", lambda p: pl.read_parquet(p).write_csv(p.with_suffix(".csv")) or pl.scan_csv(
+        p.with_suffix(".csv")), False),  # would read every line before each slice
+    ("in memory", lambda p: pl.read_parquet(p).lazy(), False),
+]
+
+
+@pytest.mark.parametrize("name, query, sliced", SLICED, ids=[s[0] for s in SLICED])
+def test_a_lazy_scan_is_read_slice_by_slice_where_polars_slices_at_the_scan(
+        parquet, name, query, sliced):
+    """Polars decodes a scan far ahead of collect_batches' consumer (pola-rs/polars#28569):
+    a query it slices at its scans is read a slice at a time, each slice alone; the rows
+    are the query's either way."""
+    lazy = query(parquet)
+    assert frames._sliced_at_scans(lazy, 2) is sliced
+    batches = list(frames._lazy(lazy, 2))
+    assert max(b.num_rows for b in batches) <= 2
+    assert pa.Table.from_batches(batches).equals(lazy.collect().to_arrow())
 
 
 def test_a_lazy_frame_and_a_pandas_frame_are_read_batch_by_batch():

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -98,6 +99,7 @@ def main() -> None:
     if args.worker:
         db = OUT / f"{args.worker}.duckdb"
         db.unlink(missing_ok=True)
+        shutil.rmtree(f"{db}.cases", ignore_errors=True)  # a frame's parts (store/cases.py)
         print(json.dumps(worker(args.worker, data, suite, db)))
         return
     rounds = []

@@ -271,3 +271,15 @@ def test_a_missing_parts_folder_is_reported_by_name(tmp_path):
     with pytest.warns(UserWarning, match=rf"run {parts.run_id} reads .*r\.duckdb\.cases"):
         results = cb.Results(tmp_path / "r.duckdb")
     assert results.run(parts.run_id).summary()["cases"].sum() == 8  # the facts are stored
+
+
+def test_write_copies_a_frames_parts_into_the_other_database(tmp_path):
+    import shutil
+
+    parts, copied = frame_runs(tmp_path, dataset())
+    want = cases(copied.con, copied.run_id)
+    cb.write(parts, tmp_path / "archive.duckdb")
+    copied.con.close()
+    shutil.rmtree(tmp_path / "r.duckdb.cases")
+    with duckdb.connect(str(tmp_path / "archive.duckdb"), read_only=True) as con:
+        assert cases(con, parts.run_id) == want

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .analysis.run import Run
 from .api import evaluate
@@ -81,42 +83,46 @@ def _columns(frame: Any, kept: Keep | None) -> Iterable[Any]:
 
 def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str, taken: list[str]) -> pa.Table:
     """One row per case in case order: the test verdict, then each assertion's pass and
-    score, pivoted in SQL (one GROUP BY over the run's top-level results, no row loop).
+    score. The run's top-level results (one per case x assertion) are read as they are
+    stored and scattered into their columns by (case, slot) in numpy: a GROUP BY pivot of
+    10M results cost DuckDB 1.6 s of the 1M-row frame's run, the scatter a tenth of it.
     Names already `taken` by the input's columns are not reused (see _names)."""
     taken_set = set(taken)
     verdict = [_unique([v, f"test_{v}"], taken_set) for v in VERDICT]
-    slots, bases = _names(con, run_id, taken_set)
-    pivot = "".join(
-        f", bool_or(pass) FILTER (k = {k}) AS {_ident(b + '_pass')}"
-        f", any_value(score) FILTER (k = {k}) AS {_ident(b + '_score')}"
-        for k, b in enumerate(bases))
-    con.register("score_slots", slots)
-    try:
-        return con.sql(f"""
-            WITH a AS (
-                SELECT r.case_id {pivot}
-                FROM assertion_results r JOIN case_rows c USING (run_id, case_id)
-                JOIN score_slots n ON n.test_index = c.test_index
-                                  AND n.assertion_index = r.assertion_index
-                WHERE r.run_id = $run AND r.parent_index IS NULL GROUP BY r.case_id)
-            SELECT {", ".join(f"t.{v} AS {_ident(n)}" for v, n in zip(VERDICT, verdict))}
-                   {", a.* EXCLUDE (case_id)" if bases else ""}
-            FROM test_results t LEFT JOIN a USING (case_id)
-            WHERE t.run_id = $run ORDER BY t.case_id""", params={"run": run_id}).to_arrow_table()
-    finally:
-        con.unregister("score_slots")
+    slot, bases = _names(con, run_id, taken_set)
+    tests = con.sql("SELECT t.case_id, c.test_index, t.status, t.pass, t.score, t.reason "
+                    "FROM test_results t JOIN case_rows c USING (run_id, case_id) "
+                    "WHERE t.run_id = ? ORDER BY t.case_id", params=[run_id]).to_arrow_table()
+    results = con.sql("SELECT case_id, assertion_index, pass, score FROM assertion_results "
+                      "WHERE run_id = ? AND parent_index IS NULL", params=[run_id]
+                      ).to_arrow_table()
+    cases = tests["case_id"].to_numpy()
+    row = np.searchsorted(cases, results["case_id"].to_numpy())
+    k = slot[tests["test_index"].to_numpy()[row], results["assertion_index"].to_numpy()]
+    columns: list[pa.Array] = [tests[v].combine_chunks() for v in VERDICT]
+    for values in ("pass", "score"):
+        column = results[values]
+        grid = np.zeros((len(bases), len(cases)), dtype=column.type.to_pandas_dtype())
+        known = np.zeros(grid.shape, dtype=bool)
+        grid[k, row] = pc.fill_null(column, False if values == "pass" else 0).to_numpy()
+        known[k, row] = column.is_valid().to_numpy()
+        columns += [pa.array(grid[i], mask=~known[i]) for i in range(len(bases))]
+    order = [*verdict, *(f"{b}_pass" for b in bases), *(f"{b}_score" for b in bases)]
+    table = pa.Table.from_arrays(columns, names=order)
+    return table.select([*verdict, *(f"{b}_{v}" for b in bases for v in ("pass", "score"))])
 
 
 def _names(con: duckdb.DuckDBPyConnection, run_id: str, taken: set[str]
-           ) -> tuple[pa.Table, list[str]]:
-    """Each top-level assertion's column name (its slot: test_index, assertion_index -> k),
-    and the names in order. The same name in two tests is one column (each row belongs to
-    one test); within a test, a repeated metric gets its index (`accuracy_2`)."""
+           ) -> tuple[np.ndarray, list[str]]:
+    """Each top-level assertion's column (its slot: `slot[test_index, assertion_index]`),
+    and the names in slot order. The same name in two tests is one column (each row belongs
+    to one test); within a test, a repeated metric gets its index (`accuracy_2`)."""
     rows = con.execute("SELECT test_index, assertion_index, type, metric FROM assertions "
                        "WHERE run_id = ? ORDER BY test_index, assertion_index",
                        [run_id]).fetchall()
     bases: dict[str, int] = {}
-    slots: list[tuple[int, int, int]] = []
+    slot = np.zeros((max((r[0] for r in rows), default=0) + 1,
+                     max((r[1] for r in rows), default=0) + 1), dtype=np.int64)
     used: set[str] = set()
     for i, (test, index, type_, metric) in enumerate(rows):
         if i == 0 or rows[i - 1][0] != test:
@@ -127,12 +133,8 @@ def _names(con: duckdb.DuckDBPyConnection, run_id: str, taken: set[str]
         name = next(c for c in candidates if c not in used
                     and not {f"{c}_pass", f"{c}_score"} & taken)
         used.add(name)
-        slots.append((test, index, bases.setdefault(name, len(bases))))
-    table = pa.table({k: [s[i] for s in slots] for i, k in
-                      enumerate(["test_index", "assertion_index", "k"])},
-                     schema=pa.schema([("test_index", pa.int32()),
-                                       ("assertion_index", pa.int32()), ("k", pa.int32())]))
-    return table, list(bases)
+        slot[test, index] = bases.setdefault(name, len(bases))
+    return slot, list(bases)
 
 
 def _unique(candidates: list[str], taken: set[str]) -> str:

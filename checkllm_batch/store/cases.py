@@ -98,13 +98,16 @@ class Parts:
 
 def parts(con: duckdb.DuckDBPyConnection, run_id: str, done: int) -> Parts | None:
     """Where `run_id` writes its cases' text, beside a file database
-    (`results.duckdb.cases/<run_id>/`); None for an in-memory one. The parts of batches past
-    the `done` rows committed (written before a crash) are removed."""
+    (`results.duckdb.cases/<run_id>/`); None for an in-memory one, or one whose path
+    read_parquet would take for a glob. The parts of batches past the `done` rows committed
+    (written before a crash) are removed."""
     path = con.execute("SELECT path FROM duckdb_databases() "
                        "WHERE database_name = current_database()").fetchall()[0][0]
     if path is None:
         return None
     folder = Path(path).resolve().parent / f"{Path(path).name}.cases" / run_id
+    if any(c in str(folder) for c in "*?[{"):
+        return None
     for part in folder.glob("*.parquet"):
         if int(part.stem) >= done:
             part.unlink()

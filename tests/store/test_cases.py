@@ -215,6 +215,14 @@ def test_an_in_memory_database_keeps_a_frames_text(tmp_path):
     assert list(tmp_path.iterdir()) == [tmp_path / "s.yaml"]
 
 
+def test_a_database_named_like_a_glob_keeps_a_frames_text(tmp_path):
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    run = cb.evaluate(tmp_path / "s.yaml", dataset(), db=tmp_path / "r[1].duckdb", batch_rows=3)
+    assert run.con.execute("SELECT output FROM cases ORDER BY case_id").fetchall() == [
+        (t,) for t in TEXTS]
+    assert run.con.execute("SELECT count(*) FROM case_parts").fetchall() == [(0,)]
+
+
 def test_a_frame_run_stopped_between_a_part_and_its_batch_resumes_whole(tmp_path, monkeypatch):
     """The second batch's part is written, then the run stops before the batch commits:
     resumed in batches of another size, every case has its text once."""

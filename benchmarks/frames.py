@@ -7,7 +7,7 @@ benchmark's 10-assertion suite (synth.SUITE), each measurement in a fresh proces
 rounds that run every mode once (paired: a round's modes see the same machine load):
 
 - parquet:       cb.evaluate(suite, "outputs.parquet")         the reference
-- parquet-copy:  the same, copy_outputs=True                    its text copied into DuckDB, as a frame's is
+- parquet-copy:  the same, copy_outputs=True                    its text copied into DuckDB (a frame's goes to Parquet parts)
 - pandas:        cb.evaluate(suite, pandas_frame)
 - score-pandas:  cb.score(pandas_frame, suite)                  the frame back, verdicts added
 - lazy:          cb.evaluate(suite, pl.scan_parquet(...))       a lazy source, streamed

@@ -99,17 +99,22 @@ def verdict_table(con: duckdb.DuckDBPyConnection, run_id: str, taken: list[str])
     cases = tests["case_id"].to_numpy()
     row = np.searchsorted(cases, results["case_id"].to_numpy())
     k = slot[tests["test_index"].to_numpy()[row], results["assertion_index"].to_numpy()]
-    columns: list[pa.Array] = [tests[v].combine_chunks() for v in VERDICT]
-    for values in ("pass", "score"):
-        column = results[values]
-        grid = np.zeros((len(bases), len(cases)), dtype=column.type.to_pandas_dtype())
-        known = np.zeros(grid.shape, dtype=bool)
-        grid[k, row] = pc.fill_null(column, False if values == "pass" else 0).to_numpy()
-        known[k, row] = column.is_valid().to_numpy()
-        columns += [pa.array(grid[i], mask=~known[i]) for i in range(len(bases))]
-    order = [*verdict, *(f"{b}_pass" for b in bases), *(f"{b}_score" for b in bases)]
-    table = pa.Table.from_arrays(columns, names=order)
-    return table.select([*verdict, *(f"{b}_{v}" for b in bases for v in ("pass", "score"))])
+    grids = {v: _scatter(results[v], (k, row), (len(bases), len(cases))) for v in ("pass", "score")}
+    return pa.Table.from_arrays(
+        [*(tests[v].combine_chunks() for v in VERDICT),
+         *(grids[v][i] for i in range(len(bases)) for v in ("pass", "score"))],
+        names=[*verdict, *(f"{b}_{v}" for b in bases for v in ("pass", "score"))])
+
+
+def _scatter(column: pa.ChunkedArray, at: tuple[np.ndarray, np.ndarray],
+             shape: tuple[int, int]) -> list[pa.Array]:
+    """`column`'s values placed at (slot, row) of a slots x rows grid, one array per slot;
+    null where a row has no such value."""
+    grid = np.zeros(shape, dtype=column.type.to_pandas_dtype())
+    known = np.zeros(shape, dtype=bool)
+    grid[at] = pc.fill_null(column, pa.scalar(0).cast(column.type)).to_numpy()
+    known[at] = column.is_valid().to_numpy()
+    return [pa.array(grid[i], mask=~known[i]) for i in range(shape[0])]
 
 
 def _names(con: duckdb.DuckDBPyConnection, run_id: str, taken: set[str]

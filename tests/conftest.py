@@ -102,3 +102,34 @@ def smol_server():
     server = _serve(_prepared(prepare.smollm2_path()))
     yield server
     server.close()
+
+
+# a results database with two runs of a classifier suite (analysis and cli tests)
+CLASSIFIER = ROOT / "tests" / "analysis" / "classifier"
+
+
+@pytest.fixture(scope="session")
+def two_runs(tmp_path_factory) -> tuple[Path, str, str]:
+    """(database, run A, run B): run B regresses gpt-good on t3, improves local on t4, t5."""
+    db = tmp_path_factory.mktemp("analysis") / "results.duckdb"
+    run_a = cb.evaluate(CLASSIFIER / "suite.yaml", CLASSIFIER / "outputs.jsonl", db=db)
+    run_a.con.close()
+    run_b = cb.evaluate(CLASSIFIER / "suite.yaml", CLASSIFIER / "outputs_b.jsonl", db=db)
+    run_b.con.close()
+    return db, run_a.run_id, run_b.run_id
+
+
+@pytest.fixture()
+def label_suite(tmp_path) -> Path:
+    """A suite with no inline tests: each row is a case, its `label` column the gold label."""
+    path = tmp_path / "suite.yaml"
+    path.write_text('defaultTest:\n  assert:\n    - type: equals\n      value: "{{label}}"\n')
+    return path
+
+
+@pytest.fixture()
+def labelled_run(label_suite):
+    """Evaluate columns (provider, output, label, ...) as rows of the label suite."""
+    def run(**columns) -> cb.Run:
+        return cb.evaluate(label_suite, pl.DataFrame(columns))
+    return run

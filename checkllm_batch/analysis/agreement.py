@@ -1,5 +1,5 @@
 """The judge against a person: `judge_agreement` and the cases where they disagree, read
-from the store's macros (store/agreement.py) for one run, plus the `agreement` command.
+from the store's macros (store/agreement.py) for one run.
 
 A label names a var of the run's cases (a dataset column): pass/fail, true/false, yes/no,
 1/0, a boolean, or a score read against the assertion's threshold. Kappa's interval is the
@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import click
 import polars as pl
 
-from ..cli_support import FORMATS, emit, show, user_errors
 from ..errors import InputError
 
 if TYPE_CHECKING:
@@ -67,41 +65,3 @@ def _check_label(results: Results, run_id: str, label: str) -> None:
     if label not in names:
         shown = ", ".join(names[:20]) or "none"
         raise InputError(f"run {run_id}: no var {label!r} holds labels (its vars: {shown})")
-
-
-@click.command("agreement")
-@click.option("--db", default="results.duckdb", show_default=True)
-@click.option("--label", required=True, help="The var (dataset column) holding a person's "
-              "verdict: pass/fail, true/false, yes/no, 1/0, or a score.")
-@click.option("--run", "run_id", help="Run id, a unique prefix, 'last' or 'previous' "
-              "(default: the last run).")
-@click.option("--metric", help="Only the graded assertions of this named metric.")
-@click.option("--type", "type_", help="Only graded assertions of this type (e.g. llm-rubric).")
-@click.option("--disagreements", "limit", default=20, show_default=True,
-              type=click.IntRange(min=0), help="Disagreeing cases listed (table format).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-              show_default=True, help="A table, or JSON / CSV for scripts.")
-@user_errors
-def agreement_command(db: str, label: str, run_id: str | None, metric: str | None,
-                      type_: str | None, limit: int, fmt: str) -> None:
-    """How often the judge agrees with a person's labels: per judge model x graded
-    assertion (type, metric) x provider, n, agreement, Cohen's kappa with its 95 %
-    interval, the judge's tpr / tnr (a pass is positive), the 2 x 2 counts, and cases
-    the judge errored on or whose label was unreadable, apart. Then the cases where they
-    disagree: output, the judge's reason and the label side by side."""
-    from .results import Results
-
-    results = Results(db)
-    run = results.run_id(run_id)
-    table = results.judge_agreement(label, metric, type_, run=run)
-    if fmt != "table":
-        emit({}, fmt, table=table)
-        return
-    click.echo(f"run {run}: the judge against the labels in {label!r}")
-    show(frame=table.with_columns(pl.col(pl.Float64).round(4)))
-    if limit:
-        cases = results.judge_disagreements(label, metric, type_, run=run, limit=limit)
-        if cases.height:
-            click.echo(f"disagreements (first {limit}):")
-            show(frame=cases.with_columns(pl.col("output").str.slice(0, 80),
-                                          pl.col("reason").str.slice(0, 80)))

@@ -136,3 +136,16 @@ def compare(results: Results, run_a: str, run_b: str, alpha: float = 0.05,
     others = with_adjusted(metrics.filter(pl.col("metric") != "pass_rate"), alpha)
     return Comparison(run_a, run_b, cases, rates,
                       pl.concat([of_rates, others], how="diagonal_relaxed"), alpha)
+
+
+def document(comparison: Comparison, gate: Gate) -> dict:
+    """The JSON of a comparison: runs, counts, pass_rates, metrics, gate, cases changed."""
+    keys = ["test_id", "provider", "prompt", "vars", "status_a", "status_b", "score_a",
+            "score_b", "reason_b"]
+    return {"run_a": comparison.run_a, "run_b": comparison.run_b,
+            "counts": comparison.counts(), "pass_rates": comparison.pass_rates,
+            "metrics": comparison.metrics.filter(pl.col("metric") != "pass_rate"),
+            "gate": {"rule": gate.rule, "alpha": gate.alpha, "min_effect": gate.min_effect,
+                     "failed": gate.failed, "reason": gate.reason},
+            "regressed": comparison.regressed.select(keys),
+            "improved": comparison.improved.select(keys)}

@@ -1,1 +1,1 @@
-"""Tests of the command line (cli.py, cli_eval.py, cli_support.py)."""
+"""Tests of the command line (checkllm_batch/cli/)."""

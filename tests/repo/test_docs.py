@@ -89,9 +89,9 @@ def test_every_architecture_line_names_a_package_folder():
     assert not stale, f"docs/architecture.md names folders that do not exist: {stale}"
 
 
-# folders of tests/ that mirror no package folder (docs/architecture.md, ## Tests): the
-# command line's modules (cli*.py), whole runs, and checks of the repository itself
-CROSS_CUTTING = {"cli", "e2e", "repo"}
+# folders of tests/ that mirror no package folder (docs/architecture.md, ## Tests): whole
+# runs, and checks of the repository itself
+CROSS_CUTTING = {"e2e", "repo"}
 
 
 def test_test_folders_mirror_the_package():

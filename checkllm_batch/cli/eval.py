@@ -12,9 +12,9 @@ import click
 import polars as pl
 import pyarrow as pa
 
-from . import api
-from .cli_support import EXIT_FAILED, UserError
-from .errors import InputError
+from .. import api
+from ..errors import InputError
+from .support import EXIT_FAILED, UserError
 
 
 def suite_path(suite: str | None, config_path: str | None) -> str:
@@ -32,7 +32,7 @@ def check_output_flag(spec, outputs: str | None, output_path: str | None) -> Non
     names an input: the outputs, the suite, or a file the suite reads."""
     if output_path is None:
         return
-    from .analysis.export import results_format
+    from ..analysis.export import results_format
 
     target = str(Path(output_path).resolve())
     if outputs is not None and str(Path(outputs).resolve()) == target:
@@ -56,7 +56,7 @@ def check_output_flag(spec, outputs: str | None, output_path: str | None) -> Non
 
 def looks_like_outputs(path: str) -> bool:
     """An existing dataset with an `output` column and no verdict: not our results file."""
-    from .load.outputs import FORMATS, first_names
+    from ..load.outputs import FORMATS, first_names
 
     if not Path(path).is_file() or Path(path).suffix.lower() not in FORMATS:
         return False
@@ -71,9 +71,9 @@ def filtered(spec, outputs: str | None, filters, batch_rows: int):
     """The outputs, or only the rows the --filter-* options keep (as one table)."""
     if not filters:
         return outputs
-    from .load.filters import apply
-    from .load.frames import ReadBatches
-    from .load.outputs import read_batches
+    from ..load.filters import apply
+    from ..load.frames import ReadBatches
+    from ..load.outputs import read_batches
 
     batches = (read_batches(outputs, batch_rows) if outputs is not None
                else iter(api.inline_outputs(spec).to_batches(batch_rows)))
@@ -101,7 +101,7 @@ def warn_without_judge(spec, judge_config) -> None:
     """Model-graded assertions with no judge end as errors: say so before the run starts."""
     if judge_config.enabled:
         return
-    from .evaluate.plan import build_plan
+    from ..evaluate.plan import build_plan
 
     graded = [p.spec.type for p in build_plan(spec).assertions
               if p.atype.needs_judge(p.spec)]
@@ -113,8 +113,8 @@ def warn_without_judge(spec, judge_config) -> None:
 
 
 def write_output(run: api.Run, path: str) -> None:
-    from .analysis.export import write_results
-    from .analysis.results import Results
+    from ..analysis.export import write_results
+    from ..analysis.results import Results
 
     written = write_results(Results(run.con), run.run_id, Path(path))
     click.echo(f"results written to {written}", err=True)
@@ -124,7 +124,7 @@ def eval_on_ray(spec, outputs: str | None, *, db: str | None, results: str | Non
                 batch_rows: int, resume: str | None, judge_config, refused: dict):
     """The run loaded into `db`; or, with no database, the shards written to `results`,
     their totals printed (exit 0 when every test passes, 1 otherwise)."""
-    from .distributed import evaluate_ray
+    from ..distributed import evaluate_ray
 
     given = [name for name, value in refused.items() if value]
     if given:
@@ -148,7 +148,7 @@ def eval_on_ray(spec, outputs: str | None, *, db: str | None, results: str | Non
 
 
 def shard_totals(results: str) -> dict[str, int]:
-    from .distributed.shards import shard_path
+    from ..distributed.shards import shard_path
 
     status = pl.scan_parquet(shard_path(results, "test_results", 0).replace(
         "part-000000", "part-*")).select("status").collect()["status"]

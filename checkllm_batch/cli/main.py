@@ -10,11 +10,17 @@ import click
 import duckdb
 import polars as pl
 
-from . import api
-from .analysis.agreement import agreement_command
-from .analysis.commands import compare_command, export_command, power_command, report_command
-from .analysis.results import warn_changed_sources
-from .cli_eval import (
+from .. import api
+from ..analysis.results import warn_changed_sources
+from ..run.sample import SEED as SAMPLE_SEED
+from .analysis import (
+    agreement_command,
+    compare_command,
+    export_command,
+    power_command,
+    report_command,
+)
+from .eval import (
     check_output_flag,
     eval_on_ray,
     filtered,
@@ -23,8 +29,7 @@ from .cli_eval import (
     warn_without_judge,
     write_output,
 )
-from .cli_support import EXIT_FAILED, FORMATS, UserError, emit, show, show_relation, user_errors
-from .run.sample import SEED as SAMPLE_SEED
+from .support import EXIT_FAILED, FORMATS, UserError, emit, show, show_relation, user_errors
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -122,9 +127,9 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
     Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
-    from .assertions.reading import load_suite
-    from .load.filters import Filters
-    from .suites.judge import JudgeConfig
+    from ..assertions.reading import load_suite
+    from ..load.filters import Filters
+    from ..suites.judge import JudgeConfig
 
     spec = load_suite(suite_path(suite, config_path))
     check_output_flag(spec, outputs, output_path)
@@ -267,7 +272,7 @@ def metrics(db: str, run_id: str | None, fmt: str) -> None:
     run = api.get_run(db, run_id)
     partial = "" if run.status == "finished" else _partial(run)
     if fmt != "table":
-        from .analysis.results import Results
+        from ..analysis.results import Results
 
         if partial:  # beside the rows a script reads: a partial run is said, not implied
             click.echo(f"run {run.run_id}{partial}", err=True)
@@ -304,7 +309,7 @@ def sql(query: str | None, db: str, list_: bool, fmt: str, max_rows: int,
     con = api.open_results(db)
     warn_changed_sources(con)
     if list_ or query is None:
-        from .store.views import catalog
+        from ..store.views import catalog
 
         for name, kind, description in catalog(con):
             click.echo(f"{name:<24} {kind:<6} {description}")
@@ -334,7 +339,7 @@ def _partial(run: api.Run) -> str:
 
 
 def _print_metrics(run: api.Run) -> None:
-    from .analysis.intervals import run_intervals
+    from ..analysis.intervals import run_intervals
 
     named, derived = run.named_metrics, run.derived_metrics
     if not (named.height or derived.height):

@@ -13,7 +13,7 @@ import duckdb
 import orjson
 import polars as pl
 
-from .errors import CheckLLMError, Interrupted
+from ..errors import CheckLLMError, Interrupted
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 

@@ -1,4 +1,4 @@
-"""The analysis commands of the CLI: compare, export, report, power."""
+"""The analysis commands of the CLI: compare, export, report, power, agreement."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import sys
 import click
 import polars as pl
 
-from ..cli_support import FORMATS, UserError, emit, show, user_errors
-from .compare import GATES, Comparison, Gate
-from .power import sample_size
-from .results import Results
-from .wording import label, pass_rate_lines, percent
+from ..analysis.compare import GATES, Comparison, Gate, document
+from ..analysis.power import sample_size
+from ..analysis.results import Results
+from ..analysis.wording import label, pass_rate_lines, percent
+from .support import FORMATS, UserError, emit, show, user_errors
 
 EXIT_REGRESSED = 1
 
@@ -56,19 +56,6 @@ def compare_command(run_a: str, run_b: str, db: str, rule: str, alpha: float,
     else:
         _print_comparison(comparison, gate, all_metrics)
     sys.exit(EXIT_REGRESSED if gate.failed else 0)
-
-
-def document(comparison: Comparison, gate: Gate) -> dict:
-    """The JSON of a comparison: runs, counts, pass_rates, metrics, gate, cases changed."""
-    keys = ["test_id", "provider", "prompt", "vars", "status_a", "status_b", "score_a",
-            "score_b", "reason_b"]
-    return {"run_a": comparison.run_a, "run_b": comparison.run_b,
-            "counts": comparison.counts(), "pass_rates": comparison.pass_rates,
-            "metrics": comparison.metrics.filter(pl.col("metric") != "pass_rate"),
-            "gate": {"rule": gate.rule, "alpha": gate.alpha, "min_effect": gate.min_effect,
-                     "failed": gate.failed, "reason": gate.reason},
-            "regressed": comparison.regressed.select(keys),
-            "improved": comparison.improved.select(keys)}
 
 
 def _print_comparison(comparison: Comparison, gate: Gate, all_metrics: bool) -> None:
@@ -170,3 +157,39 @@ def power_command(pass_rate: float | None, drop: float | None, flip_rate: float 
     assumed = "runs taken as independent" if share is None else f"flip rate {flip_rate:g} %"
     click.echo(f"{n} matched cases detect a drop of {drop:g} points from {pass_rate:g} % "
                f"with power {power_:g} at alpha {alpha:g} ({assumed}; exact McNemar test)")
+
+
+@click.command("agreement")
+@click.option("--db", default="results.duckdb", show_default=True)
+@click.option("--label", required=True, help="The var (dataset column) holding a person's "
+              "verdict: pass/fail, true/false, yes/no, 1/0, or a score.")
+@click.option("--run", "run_id", help="Run id, a unique prefix, 'last' or 'previous' "
+              "(default: the last run).")
+@click.option("--metric", help="Only the graded assertions of this named metric.")
+@click.option("--type", "type_", help="Only graded assertions of this type (e.g. llm-rubric).")
+@click.option("--disagreements", "limit", default=20, show_default=True,
+              type=click.IntRange(min=0), help="Disagreeing cases listed (table format).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True, help="A table, or JSON / CSV for scripts.")
+@user_errors
+def agreement_command(db: str, label: str, run_id: str | None, metric: str | None,
+                      type_: str | None, limit: int, fmt: str) -> None:
+    """How often the judge agrees with a person's labels: per judge model x graded
+    assertion (type, metric) x provider, n, agreement, Cohen's kappa with its 95 %
+    interval, the judge's tpr / tnr (a pass is positive), the 2 x 2 counts, and cases
+    the judge errored on or whose label was unreadable, apart. Then the cases where they
+    disagree: output, the judge's reason and the label side by side."""
+    results = Results(db)
+    run = results.run_id(run_id)
+    table = results.judge_agreement(label, metric, type_, run=run)
+    if fmt != "table":
+        emit({}, fmt, table=table)
+        return
+    click.echo(f"run {run}: the judge against the labels in {label!r}")
+    show(frame=table.with_columns(pl.col(pl.Float64).round(4)))
+    if limit:
+        cases = results.judge_disagreements(label, metric, type_, run=run, limit=limit)
+        if cases.height:
+            click.echo(f"disagreements (first {limit}):")
+            show(frame=cases.with_columns(pl.col("output").str.slice(0, 80),
+                                          pl.col("reason").str.slice(0, 80)))

@@ -41,13 +41,13 @@ import yaml
 from rapidfuzz.distance import Levenshtein
 
 from checkllm_batch.assertions.reading import load_suite
-from checkllm_batch.evaluate.engine import evaluate_batch
+from checkllm_batch.evaluate.batch import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
 from checkllm_batch.load.outputs import read_batches
 from checkllm_batch.run import lifecycle
 from checkllm_batch.store import cases as cases_store
-from checkllm_batch.store import results as store
+from checkllm_batch.store import runs as store
 
 sys.path.insert(0, str(Path(__file__).parent))
 import synth  # noqa: E402

@@ -23,7 +23,7 @@ import polars as pl
 import yaml
 
 import checkllm_batch as cb
-from checkllm_batch.evaluate.engine import evaluate_batch
+from checkllm_batch.evaluate.batch import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
 

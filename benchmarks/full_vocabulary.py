@@ -24,7 +24,7 @@ import yaml
 from checkllm_batch.assertions.parsers import markup, meteor, sql
 from checkllm_batch.assertions.parsers import openaitools as tools
 from checkllm_batch.assertions.reading import load_suite
-from checkllm_batch.evaluate.engine import evaluate_batch
+from checkllm_batch.evaluate.batch import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
 

@@ -26,7 +26,7 @@ from full_vocabulary import frame
 
 from checkllm_batch.assertions.batch import values
 from checkllm_batch.assertions.reading import load_suite
-from checkllm_batch.evaluate.engine import evaluate_batch
+from checkllm_batch.evaluate.batch import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
 

@@ -172,7 +172,7 @@ def ray_data(ray, suite, files: str) -> int:
     import pyarrow as pa
 
     from checkllm_batch.distributed import evaluate_frames
-    from checkllm_batch.distributed.engine import TASK_ENV
+    from checkllm_batch.distributed.driver import TASK_ENV
 
     def evaluate(batch: pa.Table) -> pa.Table:
         os.environ.update(TASK_ENV)

@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from .analysis.results import Results
+from .analysis.database import Results
 from .analysis.run import Run
 from .assertions.reading import load_suite
 from .errors import InputError
@@ -18,7 +18,7 @@ from .load.stream import BATCH_ROWS
 from .run.dry_run import dry_run as plan_only
 from .run.local import evaluate_local
 from .run.sample import SEED as SAMPLE_SEED
-from .store import results as store
+from .store import runs as store
 from .suites.judge import JudgeConfig
 from .suites.model import Suite
 

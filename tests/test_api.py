@@ -112,7 +112,7 @@ def test_a_file_database_lets_written_blocks_go_past_the_write_buffer(tmp_path, 
     memory (so a 10M-case run peaks where a 1M one does), under the usual memory limit (a
     lower one makes DuckDB hand memory back to the system after nearly every batch). An
     in-memory database's blocks are its data: they stay."""
-    from checkllm_batch.store import results as store
+    from checkllm_batch.store import runs as store
 
     monkeypatch.setattr(store, "WRITE_BUFFER", 8 * 2**20)
     suite = write_suite(tmp_path, {"tests": [{"assert": [{"type": "contains", "value": "x"}]}]})
@@ -144,7 +144,7 @@ def test_a_file_database_lets_written_blocks_go_past_the_write_buffer(tmp_path, 
 def test_letting_blocks_go_gives_way_to_pinned_memory(tmp_path, monkeypatch):
     """When what is pinned (another cursor's open transaction) does not fit under the lowered
     limit, the blocks stay for a later batch: the writer goes on under the usual limit."""
-    from checkllm_batch.store import results as store
+    from checkllm_batch.store import runs as store
 
     con = store.connect(tmp_path / "r.duckdb")
     con.execute("CREATE TABLE t AS SELECT range AS a, repeat('x', 50) AS s FROM range(300000)")

@@ -10,6 +10,6 @@ classification reports, run comparisons, Parquet export and an HTML report.
 
 from .classify import Classification
 from .compare import Comparison
-from .results import Results
+from .database import Results
 
 __all__ = ["Classification", "Comparison", "Results"]

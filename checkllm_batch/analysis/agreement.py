@@ -17,7 +17,7 @@ import polars as pl
 from ..errors import InputError
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
 
 ORDER = "judge_model NULLS FIRST, type, metric NULLS FIRST, provider NULLS FIRST"
 # what a person reads beside each disagreement: the output, the judge's reason, the label

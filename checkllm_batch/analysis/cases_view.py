@@ -13,7 +13,7 @@ import polars as pl
 from ..js import template
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
 
 MAX_TESTS = 300  # matrix rows embedded in the report
 TEXT_CHARS = 2000  # of each output, prompt and vars shown

@@ -17,7 +17,7 @@ from .charts import Svg, heatmap
 from .intervals import profiles, sql_text
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
 
 AVERAGES = ("macro avg", "micro avg")
 

@@ -23,7 +23,7 @@ from .significance import metric_differences, pass_rate_table, with_adjusted
 from .stats import LEVEL, REPLICATES, SEED
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
 
 _SIDE = """
     SELECT c.case_id, c.test_id, c.provider, c.prompt, CAST(c.vars AS VARCHAR) AS vars,

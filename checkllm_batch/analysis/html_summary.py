@@ -12,7 +12,7 @@ import polars as pl
 from ..errors import InputError
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
     from .run import Run
 
 COLUMNS = ("provider", "cases", "pass", "fail", "error", "pass_rate")

@@ -22,7 +22,7 @@ import polars as pl
 
 from ..metrics.derived import derived_over
 from ..metrics.named import case_metrics_sql
-from ..store import results as store
+from ..store import runs as store
 from ..suites.derived import quote
 from ..suites.model import DerivedMetric
 from .stats import LEVEL, REPLICATES, SEED, replicate_sums

@@ -14,7 +14,7 @@ from ..errors import InputError
 from . import stats
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
 
 
 def sample_size(pass_rate: float, drop: float, power: float = 0.8, alpha: float = 0.05,

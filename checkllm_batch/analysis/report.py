@@ -20,7 +20,7 @@ from .charts import Svg, bars, histogram
 from .wording import label, pass_rate_lines
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
 
 SCRIPT = (Path(__file__).parent / "report.js").read_text(encoding="utf-8")
 CSS = """

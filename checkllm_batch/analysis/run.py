@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from ..store import results as store
+from ..store import runs as store
 from ..store.views import rate_interval_sql
 
 # each top-level assertion in order, an assert-set followed by its members (whose

@@ -16,8 +16,9 @@ from . import (  # noqa: F401  (registration)
 from .batch import pool
 from .batch.distinct import text_of_distinct
 from .batch.values import RowValues
+from .compiled import Ctx, Verdict
 from .graded.replies import Outcome, Unparsable, failure
-from .registry import REGISTRY, Ctx, Kind, Verdict, assertion, lookup
+from .registry import REGISTRY, Kind, assertion, lookup
 
 # what the rest of the pipeline uses: the registry, the per-row values the engine renders,
 # the judge-reply rules the judge applies, the process pool a run starts, and the one way to

@@ -7,7 +7,8 @@ import polars as pl
 
 from .batch.distinct import per_distinct
 from .batch.pool import workers
-from .registry import Ctx, Verdict, assertion
+from .compiled import Ctx, Verdict
+from .registry import assertion
 from .text import quoting
 
 _ASTRAL = r"[\x{10000}-\x{10FFFF}]"

@@ -24,7 +24,8 @@ from ..js.jsontext import (
 )
 from ..js.jsvalue import as_double
 from .batch.distinct import Outcome
-from .registry import CsvValue, Ctx, Kind, Value, Verdict, assertion, promptkit_names
+from .compiled import Ctx, Verdict
+from .registry import CsvValue, Kind, Value, assertion, promptkit_names
 
 # (instance, whether it may hold what JavaScript reads differently: _not_python of its text)
 # -> None when the instance conforms, else the error

@@ -15,8 +15,9 @@ import polars as pl
 
 from ..js.whitespace import JS_SPACE_CLASS, WORD
 from .batch.distinct import per_distinct
+from .compiled import Ctx, Verdict
 from .parsers.meteor import WordNetMissing, batch_scorer, wordnet_dir
-from .registry import Ctx, Verdict, assertion
+from .registry import assertion
 
 MAX_N = 4
 

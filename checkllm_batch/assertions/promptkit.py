@@ -16,7 +16,8 @@ from ..js import template
 from ..js.jsonvalue import same_value
 from .batch.distinct import Outcome
 from .batch.values import number
-from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
+from .compiled import Ctx, Verdict
+from .registry import Kind, Value, assertion, promptkit_names
 from .text import item_hits, plain_items, split_items
 
 

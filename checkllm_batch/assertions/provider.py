@@ -9,7 +9,8 @@ import polars as pl
 
 from ..suites.model import AssertionSpec
 from .batch.values import number
-from .registry import Ctx, Value, Verdict, assertion, promptkit_names
+from .compiled import Ctx, Verdict
+from .registry import Value, assertion, promptkit_names
 
 
 def _limit(value: Any, spec: AssertionSpec) -> float:

@@ -18,9 +18,9 @@ from ..suites.model import AssertionSpec
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType  # pl.String or pl.List(pl.String)
 
+    from .compiled import Ctx, Verdict
     from .graded.context import Graded
     from .graded.replies import Outcome
-    from .registry import Ctx, Verdict
 
 
 class Kind(enum.Enum):

@@ -16,7 +16,8 @@ import orjson
 import polars as pl
 
 from .batch.distinct import Outcome
-from .registry import Ctx, Kind, Verdict, assertion
+from .compiled import Ctx, Verdict
+from .registry import Kind, assertion
 
 Matcher = tuple[str | None, str | None]  # (exact name, glob pattern): each set one must match
 

@@ -22,11 +22,12 @@ import polars as pl
 
 from ..js import template
 from .batch.pool import over_distinct_pool
+from .compiled import Ctx, Verdict
 from .parsers.markup import MAX_HTML, contains_xml_check, html_check, xml_check
 from .parsers.openaitools import function_call_check, tools_call_check
 from .parsers.sql import contains_sql_check, sql_check, sql_options
 from .parsers.toolnames import ToolCallParseError, tool_names
-from .registry import Ctx, Kind, Value, Verdict, assertion
+from .registry import Kind, Value, assertion
 
 # a library parses each distinct output (DISTINCT), on every core when a batch holds many
 PARSED: dict[str, Any] = {"kind": Kind.DISTINCT, "pooled": True}

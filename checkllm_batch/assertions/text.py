@@ -18,8 +18,9 @@ from ..js.jsvalue import js_string, to_number
 from ..js.whitespace import JS_SPACE, JS_SPACE_CLASS, WORD
 from .batch.distinct import Outcome, over_distinct
 from .batch.values import short_value
+from .compiled import Ctx, Verdict
 from .parsers.refusal import APOSTROPHES, PREFIXES, REFUSAL
-from .registry import CsvValue, Ctx, Value, Verdict, assertion, promptkit_names
+from .registry import CsvValue, Value, assertion, promptkit_names
 
 
 def quoted(value: pl.Expr | str, limit: int = 80, words: str = "") -> pl.Expr:

@@ -18,7 +18,8 @@ import polars as pl
 from ..js.jsonvalue import same_value
 from .batch.distinct import Outcome, over_distinct
 from .batch.values import number
-from .registry import Ctx, Kind, Value, Verdict, assertion, promptkit_names
+from .compiled import Ctx, Verdict
+from .registry import Kind, Value, assertion, promptkit_names
 from .text import plain_items, split_items
 
 Call = tuple[str, Any, Any]  # (name, parsed arguments, error or None)

@@ -8,8 +8,8 @@ import click
 import polars as pl
 
 from ..analysis.compare import GATES, Comparison, Gate, document
+from ..analysis.database import Results
 from ..analysis.power import sample_size
-from ..analysis.results import Results
 from ..analysis.wording import label, pass_rate_lines, percent
 from .support import FORMATS, UserError, emit, show, user_errors
 

@@ -113,8 +113,8 @@ def warn_without_judge(spec, judge_config) -> None:
 
 
 def write_output(run: api.Run, path: str) -> None:
+    from ..analysis.database import Results
     from ..analysis.export import write_results
-    from ..analysis.results import Results
 
     written = write_results(Results(run.con), run.run_id, Path(path))
     click.echo(f"results written to {written}", err=True)

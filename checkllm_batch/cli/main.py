@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 
 from .. import api
-from ..analysis.results import warn_changed_sources
+from ..analysis.database import warn_changed_sources
 from ..run.sample import SEED as SAMPLE_SEED
 from .analysis import (
     agreement_command,
@@ -272,7 +272,7 @@ def metrics(db: str, run_id: str | None, fmt: str) -> None:
     run = api.get_run(db, run_id)
     partial = "" if run.status == "finished" else _partial(run)
     if fmt != "table":
-        from ..analysis.results import Results
+        from ..analysis.database import Results
 
         if partial:  # beside the rows a script reads: a partial run is said, not implied
             click.echo(f"run {run.run_id}{partial}", err=True)

@@ -12,11 +12,11 @@ from typing import Any, Callable
 import polars as pl
 import pyarrow as pa
 
-from ..evaluate.engine import evaluate_batch
+from ..evaluate.batch import evaluate_batch
 from ..evaluate.judging.hook import JudgeHook
 from ..evaluate.plan import Plan, Planned, build_plan
 from ..load.cases import CaseBuilder
-from ..store.results import CASE_COLUMNS, RESULT_COLUMNS, TEST_COLUMNS
+from ..store.runs import CASE_COLUMNS, RESULT_COLUMNS, TEST_COLUMNS
 from ..suites.model import Suite
 
 TABLES = {"cases": CASE_COLUMNS, "assertion_results": RESULT_COLUMNS,

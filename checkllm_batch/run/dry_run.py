@@ -9,7 +9,7 @@ from ..evaluate.judging.session import close_hook, open_hook, plan_calls
 from ..evaluate.plan import build_plan
 from ..judge.protocol import Stats
 from ..load.sources import Outputs, open_outputs
-from ..store import results as store
+from ..store import runs as store
 from ..suites.judge import JudgeConfig
 from ..suites.model import Suite
 from .batches import BatchEvaluator

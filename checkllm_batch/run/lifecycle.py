@@ -16,7 +16,7 @@ from ..errors import InputError, Interrupted
 from ..evaluate.judging.hook import JudgeHook
 from ..evaluate.plan import Plan
 from ..metrics import named
-from ..store import results as store
+from ..store import runs as store
 from ..store.across import finish_across
 from ..suites.model import Suite
 

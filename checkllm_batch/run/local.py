@@ -27,7 +27,7 @@ from ..load.sources import Outputs, open_outputs
 from ..load.stream import skip_rows
 from ..progress import RunProgress
 from ..store import cases as cases_store
-from ..store import results as store
+from ..store import runs as store
 from ..suites.judge import JudgeConfig
 from ..suites.model import Suite
 from . import lifecycle

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from ..evaluate.engine import JudgeHook
+from ..evaluate.batch import JudgeHook
 from ..evaluate.outcome import RESULT_SCHEMA
 from ..evaluate.plan import Planned
 from ..evaluate.verdict import NOT_SAMPLED

@@ -9,11 +9,11 @@ from typing import Any
 import duckdb
 
 from ..assertions.registry import Kind
-from ..evaluate.engine import combine_tests
+from ..evaluate.batch import combine_tests
 from ..evaluate.judging.decide import decide
 from ..evaluate.judging.hook import JudgeHook
 from ..evaluate.plan import Plan
-from .results import TEST_COLUMNS, frame
+from .runs import TEST_COLUMNS, frame
 
 
 def finish_across(con: duckdb.DuckDBPyConnection, run_id: str, plan: Plan,

@@ -9,7 +9,7 @@ import pytest
 
 from checkllm_batch.analysis import Results
 from checkllm_batch.store import schema
-from checkllm_batch.store.results import connect
+from checkllm_batch.store.runs import connect
 from checkllm_batch.store.views import MACROS, VIEWS, create_views
 
 

@@ -9,7 +9,7 @@ import polars as pl
 from conftest import ROOT
 
 import checkllm_batch as cb
-from checkllm_batch.store import results as store
+from checkllm_batch.store import runs as store
 
 
 def shown_rates(html: str) -> dict[str, str]:

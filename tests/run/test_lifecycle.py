@@ -1,7 +1,7 @@
 """A run's record (run/lifecycle.py) is the same on both engines: bad input found mid-run
 leaves no partial results, and a second Ctrl-C while the run is being recorded as stopped
 cannot leave it `running`. Ray runs a local cluster of 2 CPUs, as in
-tests/distributed/test_engine.py."""
+tests/distributed/test_driver.py."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_a_second_ctrl_c_cannot_leave_the_run_running(engine, tmp_path, monkeypa
     """Ctrl-C while the run finishes, then again while it is recorded as interrupted: the
     second is ignored, the run is `interrupted` and Interrupted names it."""
     from checkllm_batch.metrics import named
-    from checkllm_batch.store import results as store
+    from checkllm_batch.store import runs as store
 
     def ctrl_c(*args, **kwargs) -> None:
         os.kill(os.getpid(), signal.SIGINT)

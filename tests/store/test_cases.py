@@ -15,7 +15,7 @@ import pytest
 
 import checkllm_batch as cb
 from checkllm_batch.errors import Interrupted
-from checkllm_batch.store import results as store
+from checkllm_batch.store import runs as store
 from checkllm_batch.store import schema
 from checkllm_batch.store.schema import MIGRATIONS
 

@@ -16,7 +16,8 @@ from typing import Any
 import polars as pl
 
 from ..batch import caseframe
-from ..registry import Ctx, Kind, Verdict, assertion
+from ..compiled import Ctx, Verdict
+from ..registry import Kind, assertion
 from .expression import RESULT as EXPRESSION
 from .expression import check_expression, run_expression
 from .scripts import RESULT as SCRIPT

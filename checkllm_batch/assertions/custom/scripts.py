@@ -31,7 +31,7 @@ from ...js.jsvalue import through_json
 from ..batch import caseframe
 from ..batch.distinct import per_distinct
 from ..batch.values import RowValues
-from ..registry import NAMED_SCORES, Ctx
+from ..compiled import NAMED_SCORES, Ctx
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType

@@ -264,7 +264,7 @@ def test_a_lost_worker_is_retried_and_every_case_evaluated_once(cluster, tmp_pat
 
 
 def test_resume_an_interrupted_run_from_its_shards(cluster, dataset, tmp_path):
-    from checkllm_batch.store import results as store
+    from checkllm_batch.store import runs as store
 
     root, frame = dataset
     suite = cb.load(write_suite(tmp_path, SUITE))

@@ -29,7 +29,7 @@ from ..evaluate.plan import Plan, build_plan
 from ..judge.protocol import Judge
 from ..run import lifecycle
 from ..run.batches import TABLES
-from ..store import results as store
+from ..store import runs as store
 from ..suites.judge import JudgeConfig
 from ..suites.model import Suite
 from .blocks import DATASET, is_dataset, plan_blocks

@@ -15,8 +15,9 @@ from functools import partial
 import polars as pl
 
 from ..assertions import RowValues
+from ..assertions.compiled import NAMED_SCORES, Ctx, Verdict
 from ..assertions.graded import NO_JUDGE, PENDING
-from ..assertions.registry import NAMED_SCORES, Ctx, Kind, VectorType, Verdict
+from ..assertions.registry import Kind, VectorType
 from ..js import template
 from .judging.jury import VOTES
 from .outcome import RESULT_SCHEMA, Reasons, Stop, outcome, stopped

@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 
 from ..errors import InputError
-from ..store import results as store
+from ..store import runs as store
 from ..store.cases import changed_sources
 from ..store.views import catalog
 from .charts import Svg

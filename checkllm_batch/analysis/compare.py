@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from .significance import metric_differences, pass_rate_table, with_adjusted
-from .stats import LEVEL, REPLICATES, SEED
+from ..errors import InputError
+from .significance import bootstrap_tests, metric_differences, pass_rate_table, replicates_needed
+from .stats import REPLICATES, SEED
 
 if TYPE_CHECKING:
     from .database import Results
@@ -86,6 +87,7 @@ class Comparison:
     pass_rates: pl.DataFrame  # per provider x prompt: rates, diff [low, high], McNemar p
     metrics: pl.DataFrame     # provider, prompt, metric, kind, value_a, value_b, diff, ...
     alpha: float = 0.05
+    replicates: int = REPLICATES  # the metric tests' bootstrap replicates, as drawn
 
     @property
     def regressed(self) -> pl.DataFrame:
@@ -120,22 +122,51 @@ class Comparison:
 
 
 def compare(results: Results, run_a: str, run_b: str, alpha: float = 0.05,
-            replicates: int = REPLICATES, seed: int = SEED, level: float = LEVEL
-            ) -> Comparison:
+            replicates: int = REPLICATES, seed: int = SEED,
+            metrics: list[str] | None = None) -> Comparison:
+    """Compare run A with run B. `metrics`: only these metrics are tested (Holm counts
+    them alone); the pass rates always are. `replicates` is raised to what the metric
+    rows tested need (significance.replicates_needed)."""
     params = {"a": run_a, "b": run_b}
     cases = results.query(CASES_SQL, params)
-    bounds = metric_differences(results.con, cases, run_a, run_b, replicates, seed, level)
+    values = results.query(METRICS_SQL, params)
+    asked = _asked(values, metrics)
+    diffs = _metric_diffs(results, cases, run_a, run_b, replicates, seed, asked)
+    drawn = replicates
+    if diffs.height and replicates < (needed := replicates_needed(diffs.height, alpha)):
+        diffs, drawn = _metric_diffs(results, cases, run_a, run_b, needed, seed, asked), needed
     keys = ["provider", "prompt", "metric", "kind"]
-    metrics = results.query(METRICS_SQL, params).join(
-        bounds, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    rates = pass_rate_table(cases, bounds, alpha)
-    tests = ["p_value", "p_adjusted", "significant"]  # a pass rate's: McNemar's, as above
-    of_rates = metrics.filter(metric="pass_rate").drop("p_value").join(
-        rates.select("provider", "prompt", *tests), on=keys[:2], how="left",
-        nulls_equal=True, maintain_order="left")
-    others = with_adjusted(metrics.filter(pl.col("metric") != "pass_rate"), alpha)
+    tested = values.filter(pl.col("metric") != "pass_rate", pl.col("metric").is_in(asked)
+                           ).join(bootstrap_tests(diffs, alpha), on=keys, how="left",
+                                  nulls_equal=True, maintain_order="left")
+    rates = pass_rate_table(cases, alpha)
+    of_rates = values.filter(metric="pass_rate").drop("diff").join(
+        rates.drop("cases_a", "cases_b", "pass_rate_a", "pass_rate_b", "regressed",
+                   "improved"), on=keys[:2], how="left", nulls_equal=True,
+        maintain_order="left")
     return Comparison(run_a, run_b, cases, rates,
-                      pl.concat([of_rates, others], how="diagonal_relaxed"), alpha)
+                      pl.concat([of_rates, tested], how="diagonal_relaxed"), alpha, drawn)
+
+
+def _asked(values: pl.DataFrame, metrics: list[str] | None) -> list[str]:
+    """The metrics to test: those named (each must be one of the runs'), or all."""
+    names = sorted(set(values["metric"].to_list()) - {"pass_rate"})
+    if metrics is None:
+        return names
+    unknown = [m for m in metrics if m not in names]
+    if unknown:
+        raise InputError(f"no metric {', '.join(map(repr, unknown))} in these runs (their "
+                         f"metrics: {', '.join(names) or 'none'})")
+    return list(metrics)
+
+
+def _metric_diffs(results: Results, cases: pl.DataFrame, run_a: str, run_b: str,
+                  replicates: int, seed: int, asked: list[str]) -> pl.DataFrame:
+    """The replicate differences of the metrics asked, one row with a finite replicate
+    each (a row with none has no test)."""
+    diffs = metric_differences(results.con, cases, run_a, run_b, replicates, seed)
+    return diffs.filter(pl.col("metric").is_in(asked),
+                        pl.col("replicates").list.eval(pl.element().is_finite()).list.any())
 
 
 def document(comparison: Comparison, gate: Gate) -> dict:

@@ -202,19 +202,25 @@ class Results:
                               settings if intervals else None)
 
     def compare(self, run_a: str, run_b: str, partial: bool = False, alpha: float = 0.05,
-                replicates: int = REPLICATES, seed: int = SEED) -> Comparison:
+                replicates: int = REPLICATES, seed: int = SEED,
+                metrics: list[str] | None = None) -> Comparison:
         """Cases that regressed or improved from run A to run B; per provider x prompt the
-        pass rates, their difference with a paired-bootstrap interval and McNemar's exact
-        p-value (Holm-adjusted, significant below `alpha`); each metric's change with its
-        interval. A run that did not finish is refused unless `partial`: its missing
-        cases would read as removed."""
+        pass rates, their difference over the matched cases with McNemar's exact test and
+        the exact conditional interval that inverts it; each metric's change with a paired
+        bootstrap test and its percentile interval. Holm's procedure within each family
+        (significant below `alpha`); each interval at the level Holm tested its row at
+        (column `level`), so it excludes 0 exactly when the row is significant. `metrics`:
+        test only these (Holm counts them alone). `replicates` is raised to what the
+        metric rows need. A run that did not finish is refused unless `partial`: its
+        missing cases would read as removed."""
         runs = self.run_id(run_a), self.run_id(run_b)
         for run in runs:
             status = self.status(run)
             if status != "finished" and not partial:
                 raise InputError(f"run {run} is {status}: its results are partial; resume it "
                                  "first, or compare it anyway with --partial")
-        return compare(self, *runs, alpha=alpha, replicates=replicates, seed=seed)
+        return compare(self, *runs, alpha=alpha, replicates=replicates, seed=seed,
+                       metrics=metrics)
 
     def sample_size(self, pass_rate: float, drop: float, power: float = 0.8,
                     alpha: float = 0.05, flip_rate: float | None = None) -> int:

@@ -17,7 +17,7 @@ import polars as pl
 from ..errors import InputError
 from .cases_view import MAX_TESTS, cases_document, script_json
 from .charts import Svg, bars, histogram
-from .wording import label, pass_rate_lines
+from .wording import PASS_RATE_HEADING, label, pass_rate_lines
 
 if TYPE_CHECKING:
     from .database import Results
@@ -141,9 +141,9 @@ def _comparison(results: Results, against: str | None, run_id: str) -> list[str]
                                      comparison.pass_rates["significant"]))
     counts = ", ".join(f"{n} {k}" for k, n in comparison.counts().items())
     return [f"<h2>Compared with run {escape(comparison.run_a)}</h2>",
-            f'<p class="meta">{escape(counts)}. Pass rates A → B: B − A with its 95 % '
-            "paired-bootstrap interval, exact McNemar p (Holm-adjusted); significant below "
-            f"{comparison.alpha:g}.</p><ul class=\"comparison\">{items}</ul>",
+            f'<p class="meta">{escape(counts)}. '
+            f'{escape(PASS_RATE_HEADING.format(alpha=comparison.alpha))}</p>'
+            f'<ul class="comparison">{items}</ul>',
             table(comparison.metrics.filter(pl.col("metric") != "pass_rate"))]
 
 

@@ -1,8 +1,15 @@
 """Is a change between two runs more than noise? Per provider x prompt: the pass rates,
-their difference with a paired-bootstrap interval, and the exact McNemar test on the
-matched cases whose verdict changed; every metric's difference with a paired-bootstrap
-interval and p-value. p-values are Holm-adjusted within each family (the pass rates, which
-the gate reads; the metrics), so adding metrics to a suite never moves the gate.
+their difference over the matched cases with the exact McNemar test on the cases whose
+verdict changed and the exact conditional interval that inverts that test; every metric's
+difference with a paired-bootstrap test and the percentile interval that inverts it.
+Holm's procedure runs within each family (the pass rates, which the gate reads; the
+metrics), so adding metrics to a suite never moves the gate; each row's interval is drawn
+at the level Holm tested that row at (column `level`), so an interval excludes 0 exactly
+when its row is significant.
+
+The bootstrap draws as many replicates as the metric rows tested need for Holm's smallest
+threshold to be reachable (`replicates_needed`): the p-value of B replicates cannot go
+below 2 / (B + 1).
 
 Paired: a test of both runs is one resampling unit (its cases in A and in B go in or out
 together), a case present in one run only is a unit of its own side, so each replicate's
@@ -11,6 +18,7 @@ difference is B's statistic minus A's over the same resampled tests.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import duckdb
@@ -28,7 +36,14 @@ from .intervals import (
     sql_text,
     statistics_sql,
 )
-from .stats import bootstrap_p_value, holm, mcnemar_exact, percentile_interval
+from .stats import (
+    bootstrap_interval,
+    bootstrap_p_value,
+    holm,
+    holm_levels,
+    mcnemar_exact,
+    mcnemar_interval,
+)
 
 _KEYS = ("provider", "prompt")
 
@@ -79,18 +94,22 @@ def _side_statistics(local: duckdb.DuckDBPyConnection, reps: pl.DataFrame, side:
         query = statistics_sql(metrics, derived, keys)
     except ValueError:  # a derived expression naming what the run does not have
         query = statistics_sql(metrics, (), keys)
-    query += (f" UNION ALL SELECT {', '.join(keys)}, 'pass_rate', 'test', "
-              "passed / NULLIF(__count, 0) FROM reps")
     frame = local.sql(query).pl()
     local.unregister("reps")
     return frame
 
 
+def replicates_needed(rows: int, alpha: float) -> int:
+    """Replicates for `rows` bootstrap tests under Holm at `alpha`: the smallest threshold,
+    alpha / rows, then lets up to 9 replicates fall on the wrong side of 0 (20 rows x 20
+    = 8,000 at alpha 0.05), in whole thousands."""
+    return 1000 * math.ceil(20 * max(rows, 1) / alpha / 1000)
+
+
 def metric_differences(con: duckdb.DuckDBPyConnection, matched: pl.DataFrame, run_a: str,
-                       run_b: str, replicates: int, seed: int, level: float) -> pl.DataFrame:
-    """provider, prompt, metric, kind, diff_low, diff_high, p_value: the paired-bootstrap
-    interval and two-sided p-value of B - A for the pass rate, every named and every
-    derived metric."""
+                       run_b: str, replicates: int, seed: int) -> pl.DataFrame:
+    """provider, prompt, metric, kind, replicates (a list): the paired-bootstrap replicates
+    of B - A for the mean score, every named and every derived metric."""
     metrics = sorted(set(run_metrics(con, run_a)) | set(run_metrics(con, run_b)))
     features = [f"{s}:{f}" for s in "ab" for f in TEST_SUMS
                 + [p + m for m in metrics for p in ("s:", "w:")]]
@@ -112,28 +131,39 @@ def metric_differences(con: duckdb.DuckDBPyConnection, matched: pl.DataFrame, ru
     both = sides[0].join(sides[1], on=keys, how="full", coalesce=True, nulls_equal=True,
                          suffix="_b")
     diffs = both.with_columns(diff=pl.col("value_b") - pl.col("value")).group_by(
-        keys[:2] + keys[3:], maintain_order=True).agg(pl.col("diff"))
-    return _summarise(diffs, level)
+        keys[:2] + keys[3:], maintain_order=True).agg(replicates=pl.col("diff"))
+    return diffs
 
 
-def _summarise(diffs: pl.DataFrame, level: float) -> pl.DataFrame:
-    """Percentile interval and bootstrap p-value of each row's list of replicate diffs."""
-    values = (np.array(diffs["diff"].to_list(), dtype=np.float64) if diffs.height
-              else np.empty((0, 1)))
-    low, high = percentile_interval(values, level)
-    return diffs.drop("diff").with_columns(
-        diff_low=pl.Series(low, dtype=pl.Float64).fill_nan(None),
-        diff_high=pl.Series(high, dtype=pl.Float64).fill_nan(None),
-        p_value=pl.Series(bootstrap_p_value(values), dtype=pl.Float64).fill_nan(None))
+def bootstrap_tests(diffs: pl.DataFrame, alpha: float) -> pl.DataFrame:
+    """Each row's bootstrap p-value, Holm's adjustment and level, and the percentile
+    interval at that level, from its list of replicate differences (`replicates`)."""
+    lists = diffs["replicates"].cast(pl.List(pl.Float64))
+    width = max(lists.list.len().to_list() or [1])  # every row drew the same replicates
+    values = lists.list.to_array(width).to_numpy() if diffs.height else np.empty((0, 1))
+    p = bootstrap_p_value(values)
+    level, significant = holm_levels(p, alpha)
+    low, high = bootstrap_interval(values, level)
+    return diffs.drop("replicates").with_columns(
+        diff_low=_floats(low), diff_high=_floats(high), p_value=_floats(p),
+        p_adjusted=_floats(holm(p)), level=_floats(1 - level),
+        significant=pl.Series(significant, dtype=pl.Boolean))
 
 
-def pass_rate_table(cases: pl.DataFrame, bounds: pl.DataFrame, alpha: float) -> pl.DataFrame:
-    """Per provider x prompt: cases and pass rate of each run, B - A with its interval, the
-    matched cases that regressed / improved, McNemar's exact p-value, Holm's adjustment
-    and whether it is significant at `alpha`."""
+def _floats(values: np.ndarray) -> pl.Series:
+    return pl.Series(np.asarray(values, dtype=np.float64), dtype=pl.Float64).fill_nan(None)
+
+
+def pass_rate_table(cases: pl.DataFrame, alpha: float) -> pl.DataFrame:
+    """Per provider x prompt: cases and pass rate of each run; over the cases matched in
+    both, B - A (improved - regressed, over matched) with its exact conditional interval,
+    the cases that regressed / improved, McNemar's exact p-value, Holm's adjustment, the
+    level Holm tested the row at (the interval's) and whether it is significant at
+    `alpha`. A provider x prompt with no matched case has no test."""
     counted = cases.group_by(_KEYS, maintain_order=True).agg(
         cases_a=pl.col("status_a").is_not_null().sum(),
         cases_b=pl.col("status_b").is_not_null().sum(),
+        matched=(pl.col("status_a").is_not_null() & pl.col("status_b").is_not_null()).sum(),
         passed_a=(pl.col("status_a") == "pass").sum(),
         passed_b=(pl.col("status_b") == "pass").sum(),
         regressed=(pl.col("change") == "regressed").sum(),
@@ -142,21 +172,18 @@ def pass_rate_table(cases: pl.DataFrame, bounds: pl.DataFrame, alpha: float) -> 
     rates = counted.with_columns(
         pass_rate_a=pl.col("passed_a") / pl.when(pl.col("cases_a") > 0).then("cases_a"),
         pass_rate_b=pl.col("passed_b") / pl.when(pl.col("cases_b") > 0).then("cases_b"),
-    ).with_columns(diff=pl.col("pass_rate_b") - pl.col("pass_rate_a"))
-    p = mcnemar_exact(rates["regressed"].to_numpy(), rates["improved"].to_numpy())
-    rates = rates.with_columns(p_value=pl.Series(p, dtype=pl.Float64)).join(
-        bounds.filter(metric="pass_rate").select(*_KEYS, "diff_low", "diff_high"),
-        on=list(_KEYS), how="left", nulls_equal=True)
-    return with_adjusted(rates, alpha).select(
-        *_KEYS, "cases_a", "cases_b", "pass_rate_a", "pass_rate_b", "diff", "diff_low",
-        "diff_high", "regressed", "improved", "p_value", "p_adjusted", "significant")
-
-
-def with_adjusted(frame: pl.DataFrame, alpha: float) -> pl.DataFrame:
-    """`p_adjusted` (Holm, over the rows with a p-value) and `significant` (p_adjusted <
-    alpha)."""
-    p = frame["p_value"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    adjusted = pl.Series(holm(p)).fill_nan(None)
-    return frame.with_columns(p_adjusted=adjusted,
-                              significant=(adjusted < alpha).fill_null(False))
+        diff=(pl.col("improved").cast(pl.Int64) - pl.col("regressed")) / pl.when(
+            pl.col("matched") > 0).then("matched"))
+    b, c, n = (rates[k].to_numpy() for k in ("regressed", "improved", "matched"))
+    p = np.where(n > 0, mcnemar_exact(b, c), np.nan)
+    level, significant = holm_levels(p, alpha)
+    bounds = np.array([mcnemar_interval(*row) if not math.isnan(row[3]) else (math.nan,) * 2
+                       for row in zip(b, c, n, level)]).reshape(-1, 2)  # one per group
+    return rates.with_columns(
+        diff_low=_floats(bounds[:, 0]), diff_high=_floats(bounds[:, 1]), p_value=_floats(p),
+        p_adjusted=_floats(holm(p)), level=_floats(1 - level),
+        significant=pl.Series(significant, dtype=pl.Boolean),
+    ).select(*_KEYS, "cases_a", "cases_b", "matched", "pass_rate_a", "pass_rate_b", "diff",
+             "diff_low", "diff_high", "regressed", "improved", "p_value", "p_adjusted",
+             "level", "significant")
 

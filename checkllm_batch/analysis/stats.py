@@ -2,7 +2,12 @@
 
 - the exact McNemar test: a two-sided binomial test (p = 1/2) on the discordant pairs, the
   test statsmodels' `mcnemar(table, exact=True)` runs;
-- Holm's step-down adjustment of several p-values (statsmodels' `multipletests('holm')`);
+- its interval: the exact conditional one (Clopper-Pearson on the share of discordant pairs
+  that improved, scaled to a difference of pass rates), which excludes 0 exactly when the
+  test is significant at the interval's level;
+- Holm's step-down adjustment of several p-values (statsmodels' `multipletests('holm')`),
+  and the level at which Holm tests each row, so that each row's interval is drawn at the
+  level of its own test;
 - a Poisson bootstrap: each resampled unit (a test, or a case) weighs Poisson(1) in each
   replicate, so a replicate's statistic is a function of weighted sums, and replicates are
   matrix products, not a Python loop over replicates x cases. Units with identical
@@ -48,6 +53,84 @@ def _binomial_half_cdf(k: int, n: int) -> float:
     log_pmf = np.concatenate([[0.0], np.cumsum(np.log((n - j + 1) / j))]) - n * math.log(2)
     top = log_pmf.max()
     return float(math.exp(top) * np.exp(log_pmf - top).sum())
+
+
+def _log_choose(n: int) -> np.ndarray:
+    """log C(n, k) for k = 0..n."""
+    j = np.arange(1, n + 1, dtype=np.float64)
+    return np.concatenate([[0.0], np.cumsum(np.log((n - j + 1) / j))])
+
+
+def _upper_tail(log_choose: np.ndarray, k: int, p: float) -> float:
+    """P(X >= k) for X ~ binomial(n, p), n = len(log_choose) - 1, summed in log space."""
+    n = len(log_choose) - 1
+    if k <= 0:
+        return 1.0
+    if k > n or p <= 0:
+        return 0.0
+    if p >= 1:
+        return 1.0
+    i = np.arange(k, n + 1, dtype=np.float64)
+    logs = log_choose[k:] + i * math.log(p) + (n - i) * math.log1p(-p)
+    top = logs.max()
+    return float(math.exp(top) * np.exp(logs - top).sum())
+
+
+def _root(f, low: float, high: float) -> float:
+    """The point where the increasing `f` crosses 0 in [low, high], by bisection. One end
+    is 1/2; the answer never lands on it unless f is 0 there, so the side of 1/2 that the
+    caller chose is kept."""
+    for _ in range(64):
+        mid = (low + high) / 2
+        if mid in (low, high):
+            break
+        low, high = (mid, high) if f(mid) < 0 else (low, mid)
+    return high if abs(high - 0.5) >= abs(low - 0.5) else low
+
+
+def mcnemar_interval(regressed: int, improved: int, matched: int, alpha: float
+                     ) -> tuple[float, float]:
+    """The exact conditional 1 - alpha interval of B's pass rate minus A's over `matched`
+    paired cases: Clopper-Pearson on the share of the n = regressed + improved discordant
+    pairs that improved, scaled by n / matched (difference = (improved - regressed) /
+    matched). It excludes 0 exactly when `mcnemar_exact` is below alpha: whether it does is
+    read from that same p-value, and each bound is then found on its side of 1/2."""
+    b, c = int(regressed), int(improved)
+    n = b + c
+    if matched <= 0 or not 0 < alpha < 1:
+        return math.nan, math.nan
+    if n == 0:
+        return 0.0, 0.0
+    logs = _log_choose(n)
+    excludes = float(mcnemar_exact(np.array(b), np.array(c))) < alpha
+    low_half = (0.5, 1.0) if excludes and c > b else (0.0, 0.5)
+    high_half = (0.0, 0.5) if excludes and c < b else (0.5, 1.0)
+    # L: P(X >= c | L) = alpha / 2 (increasing in p); U: P(X <= c | U) = alpha / 2
+    low = 0.0 if c == 0 else _root(lambda p: _upper_tail(logs, c, p) - alpha / 2, *low_half)
+    high = 1.0 if c == n else _root(lambda p: alpha / 2 - (1 - _upper_tail(logs, c + 1, p)),
+                                    *high_half)
+    scale = n / matched
+    return scale * (2 * low - 1), scale * (2 * high - 1)
+
+
+def holm_levels(p_values: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """(level, significant) per p-value under Holm's step-down at family level `alpha`:
+    rows are tested in increasing p against alpha / m, alpha / (m - 1), ... while each is
+    below its threshold; a rejected row's level is its own threshold, every other row's
+    the threshold at which the procedure stopped (its p is at least that). So a row is
+    significant exactly when its p is below its level, and an interval drawn at 1 - level
+    excludes 0 exactly then. NaN stays NaN (not counted, not significant)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    level = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    order = valid[np.argsort(p[valid], kind="stable")]
+    thresholds = alpha / (len(order) - np.arange(len(order)))
+    failed = np.flatnonzero(p[order] >= thresholds)
+    stop = int(failed[0]) if len(failed) else len(order)
+    level[order[:stop]] = thresholds[:stop]
+    if stop < len(order):
+        level[order[stop:]] = thresholds[stop]
+    return level, ~np.isnan(level) & (p < level)
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
@@ -131,6 +214,25 @@ def percentile_interval(replicates: np.ndarray, level: float = LEVEL
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # "All-NaN slice": NaN is the answer
         low, high = np.nanpercentile(values, [tail, 100 - tail], axis=-1)
+    return low, high
+
+
+def bootstrap_interval(replicates: np.ndarray, alpha: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of `replicates` (rows x replicates), the percentile interval at level
+    1 - alpha[row] taken as order statistics: the k-th smallest and k-th largest finite
+    replicate, k = ceil(alpha (n + 1) / 2) - 1. The lower bound is above 0 exactly when
+    fewer than k replicates are at or below 0, that is when `bootstrap_p_value` is below
+    alpha: interval and test agree. Too few replicates for alpha (k = 0): unbounded."""
+    rows = np.atleast_2d(np.asarray(replicates, dtype=np.float64))
+    low, high = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    for i, (row, a) in enumerate(zip(rows, np.broadcast_to(alpha, len(rows)))):
+        values = np.sort(row[np.isfinite(row)])
+        n = len(values)
+        if n == 0 or not 0 < a < 1:
+            continue
+        k = math.ceil(a * (n + 1) / 2) - 1
+        low[i], high[i] = (values[k - 1], values[n - k]) if k >= 1 else (-math.inf, math.inf)
     return low, high
 
 

@@ -1,5 +1,5 @@
 """Numbers with their uncertainty, said in words for people: "openai:gpt-4o-mini 90.8 % →
-85.0 %, −5.8 points [−9.9, −1.7], p = 0.003: significant"."""
+85.0 %, −5.8 points [−9.9, −1.7] (95 %), p = 0.003: significant"."""
 
 from __future__ import annotations
 
@@ -26,6 +26,17 @@ def points(value: float | None, sign: bool = True) -> str:
     return (MINUS if value < 0 and text != "0.0" else "+" if sign else "") + text
 
 
+def bound(value: float | None) -> str:
+    """An interval's end in points, its sign always shown (−0.0 for a bound just below
+    0), so whether the interval excludes 0 reads the same in print as in the numbers."""
+    if value is None or math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return MINUS + "∞" if value < 0 else "+∞"
+    text = f"{abs(100 * value):.1f}"
+    return text if value == 0 else (MINUS if value < 0 else "+") + text
+
+
 def p_text(p: float | None) -> str:
     if p is None or math.isnan(p):
         return "p n/a"
@@ -39,15 +50,29 @@ def interval(low: float | None, high: float | None) -> str:
     return f"[{100 * low:.1f}, {100 * high:.1f}]"
 
 
+def level_text(level: float | None) -> str:
+    """An interval's confidence level: "95 %", "98.75 %"."""
+    return "n/a" if level is None else f"{100 * level:.4g} %"
+
+
+PASS_RATE_HEADING = (
+    "pass rates, A → B: B − A over the cases matched in both runs, with its exact interval "
+    "(conditional on the cases whose verdict changed: the interval that inverts the exact "
+    "McNemar test) at the level Holm's procedure tests that row at, so it excludes 0 "
+    "exactly when the row is significant; p Holm-adjusted, significant below {alpha:g}:")
+
+
 def pass_rate_lines(rates: pl.DataFrame) -> list[str]:
     """One sentence per provider x prompt of a comparison's pass_rates."""
     prompts = rates["prompt"].n_unique() if rates.height else 0
     lines = []
     for row in rates.iter_rows(named=True):  # a few rows: one per provider x prompt
         verdict = "significant" if row["significant"] else "not significant"
+        bounds = (f"[{bound(row['diff_low'])}, {bound(row['diff_high'])}] "
+                  f"({level_text(row['level'])})" if row["level"] is not None
+                  else "(no matched case)")
         lines.append(
             f"{label(row['provider'], row['prompt'], prompts)} {percent(row['pass_rate_a'])}"
-            f" → {percent(row['pass_rate_b'])}, {points(row['diff'])} points "
-            f"[{points(row['diff_low'])}, {points(row['diff_high'])}], "
+            f" → {percent(row['pass_rate_b'])}, {points(row['diff'])} points {bounds}, "
             f"{p_text(row['p_adjusted'])}: {verdict}")
     return lines

@@ -10,7 +10,8 @@ import polars as pl
 from ..analysis.compare import GATES, Comparison, Gate, document
 from ..analysis.database import Results
 from ..analysis.power import sample_size
-from ..analysis.wording import label, pass_rate_lines, percent
+from ..analysis.stats import REPLICATES, SEED
+from ..analysis.wording import PASS_RATE_HEADING, label, pass_rate_lines, percent
 from .support import FORMATS, UserError, emit, show, user_errors
 
 EXIT_REGRESSED = 1
@@ -37,19 +38,31 @@ def _show(frame: pl.DataFrame, max_rows: int = 50) -> None:
 @click.option("--all-metrics", is_flag=True, help="Also list metrics that did not change.")
 @click.option("--partial", is_flag=True, help="Compare a run that did not finish "
               "(interrupted or failed) too; its missing cases count as removed.")
+@click.option("--metric", "metrics", multiple=True, metavar="NAME", help="Test only this "
+              "metric (repeat for several): Holm counts only the metric rows asked about.")
+@click.option("--replicates", default=REPLICATES, show_default=True,
+              type=click.IntRange(min=100), help="Bootstrap replicates of the metric tests "
+              "at least; raised to what the number of metric rows tested needs.")
+@click.option("--seed", default=SEED, show_default=True, type=int,
+              help="Seed of the bootstrap (the same seed gives the same figures).")
 @user_errors
 def compare_command(run_a: str, run_b: str, db: str, rule: str, alpha: float,
-                    min_effect: float, fmt: str, all_metrics: bool, partial: bool) -> None:
+                    min_effect: float, fmt: str, all_metrics: bool, partial: bool,
+                    metrics: tuple[str, ...], replicates: int, seed: int) -> None:
     """Compare RUN_A with RUN_B: per provider x prompt both pass rates, their difference
-    with a 95 % interval and the exact McNemar test on the cases whose verdict changed;
-    the cases that regressed (passed in A, not in B) or improved; each metric's change
-    with its paired-bootstrap interval.
+    over the matched cases with the exact McNemar test on the cases whose verdict changed
+    and the exact interval that inverts it; the cases that regressed (passed in A, not
+    in B) or improved; each metric's change with a paired-bootstrap test and interval.
+    Each interval is drawn at the level Holm's procedure tests its row at, so it
+    excludes 0 exactly when the row is significant.
 
     A run is its id, a unique prefix of it, `last` or `previous` (compare previous last).
     Cases are matched by test_id + provider + prompt + vars (then by order within that key).
     Exit code: 1 when the --gate fails (by default: a pass rate dropped significantly),
     0 otherwise, 2 on bad input."""
-    comparison = Results(db).compare(run_a, run_b, partial=partial, alpha=alpha)
+    comparison = Results(db).compare(run_a, run_b, partial=partial, alpha=alpha,
+                                     replicates=replicates, seed=seed,
+                                     metrics=list(metrics) or None)
     gate = comparison.gate(rule, min_effect)
     if fmt != "table":
         emit(document(comparison, gate), fmt, table=comparison.metrics)
@@ -62,8 +75,7 @@ def _print_comparison(comparison: Comparison, gate: Gate, all_metrics: bool) -> 
     counts = comparison.counts()
     click.echo(f"{comparison.run_a} -> {comparison.run_b}: "
                + ", ".join(f"{n} {k}" for k, n in counts.items()))
-    click.echo("pass rates, A → B: B − A with its 95 % interval, exact McNemar p "
-               f"(Holm-adjusted, significant below {comparison.alpha:g}):")
+    click.echo(PASS_RATE_HEADING.format(alpha=comparison.alpha))
     for line in pass_rate_lines(comparison.pass_rates):
         click.echo(f"  {line}")
     columns = ["test_id", "provider", "prompt", "status_a", "status_b", "score_a", "score_b",
@@ -76,8 +88,12 @@ def _print_comparison(comparison: Comparison, gate: Gate, all_metrics: bool) -> 
     if not all_metrics:
         metrics = metrics.filter(pl.col("diff").fill_null(1) != 0)
     if metrics.height:
-        click.echo("metrics (diff = b - a, [diff_low, diff_high] its 95 % paired-bootstrap "
-                   "interval):" if not all_metrics else "metrics:")
+        tested = comparison.metrics.filter(pl.col("p_value").is_not_null(),
+                                           pl.col("metric") != "pass_rate").height
+        click.echo(f"metrics (diff = b - a; paired bootstrap of {comparison.replicates:,} "
+                   f"replicates over tests, Holm over the {tested} metric rows tested: "
+                   "[diff_low, diff_high] the percentile interval at the row's Holm level "
+                   "(column level), which excludes 0 exactly when the row is significant):")
         _show(metrics.with_columns(pl.col(pl.Float64).round(4)), max_rows=200)
     verdict = "fail" if gate.failed else "pass"
     click.echo(f"gate {gate.rule}: {verdict} ({gate.reason})")

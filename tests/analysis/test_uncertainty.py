@@ -130,9 +130,10 @@ def _scored_frame(n: int, seed: int, repeats: int = 1) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-def _scipy_interval(data: tuple, statistic, paired: bool = True) -> tuple[float, float, float]:
+def _scipy_interval(data: tuple, statistic, paired: bool = True, level: float = 0.95
+                    ) -> tuple[float, float, float]:
     result = sps.bootstrap(data, statistic, paired=paired, vectorized=False,
-                           n_resamples=REPLICATES, method="percentile",
+                           n_resamples=REPLICATES, method="percentile", confidence_level=level,
                            random_state=np.random.default_rng(7))
     ci = result.confidence_interval
     return ci.low, ci.high, result.standard_error
@@ -277,10 +278,13 @@ def test_compare_pass_rate_statistics_match_statsmodels_and_scipy(tmp_path):
     assert (row["regressed"], row["improved"]) == (30, 8)
     assert row["p_value"] == pytest.approx(mcnemar([[220, 30], [8, 42]], exact=True).pvalue)
     assert row["diff"] == pytest.approx((250 - 30 + 8) / 300 - 250 / 300)
-    a, b = np.array(before, dtype=float), np.array(after, dtype=float)
-    _close((row["diff_low"], row["diff_high"]),
-           _scipy_interval((a, b), lambda x, y: y.mean() - x.mean()))
-    assert row["significant"] and row["p_adjusted"] == row["p_value"]  # one comparison
+    # the exact conditional interval: Clopper-Pearson on the 8 of 38 discordant pairs that
+    # improved, scaled to a difference over the 300 matched cases
+    low, high = proportion_confint(8, 38, alpha=0.05, method="beta")
+    assert (row["diff_low"], row["diff_high"]) == pytest.approx(
+        (38 / 300 * (2 * low - 1), 38 / 300 * (2 * high - 1)))
+    assert row["level"] == pytest.approx(0.95)  # one comparison: Holm tests it at alpha
+    assert row["significant"] and row["p_adjusted"] == row["p_value"]
 
 
 def test_compare_holm_across_providers_and_unmatched_cases(tmp_path):
@@ -334,8 +338,8 @@ def test_compare_metric_differences_match_a_paired_scipy_bootstrap(tmp_path):
     row = comparison.metrics.filter(metric="overlap").row(0, named=True)
     x, y = overlap[runs[0].run_id], overlap[runs[1].run_id]
     assert row["diff"] == pytest.approx(y.mean() - x.mean())
-    _close((row["diff_low"], row["diff_high"]),
-           _scipy_interval((x, y), lambda a, b: b.mean() - a.mean()))
+    _close((row["diff_low"], row["diff_high"]),  # at the level Holm tested the row at
+           _scipy_interval((x, y), lambda a, b: b.mean() - a.mean(), level=row["level"]))
     named = comparison.metrics.filter(pl.col("metric") != "pass_rate")
     assert named["p_adjusted"].to_list() == pytest.approx(
         multipletests(named["p_value"].to_list(), method="holm")[1])
@@ -399,7 +403,8 @@ def test_a_real_drop_fails_the_gate_in_text_and_json(noise_and_drop):
     db, a, _, dropped = noise_and_drop
     text = invoke("compare", "--db", db, a, dropped)
     assert text.exit_code == 1, text.output
-    assert "openai:gpt-4o-mini 85.0 % → 75.8 %, −9.3 points [" in text.output
+    assert "openai:gpt-4o-mini 85.0 % → 75.8 %, −9.2 points [" in text.output
+    assert "] (95 %), p < 0.001: significant" in text.output
     assert "p < 0.001: significant" in text.output and "gate significant: fail" in text.output
     as_json = invoke("compare", "--db", db, a, dropped, "--format", "json")
     assert as_json.exit_code == 1

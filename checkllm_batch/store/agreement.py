@@ -8,7 +8,8 @@ A jury's result (assertion_results.votes, several jurors) is a row per juror (th
 verdict: the majority of its repeats) and a row of the jury's verdict, whose judge_model
 names the vote and the jurors (`jury (majority): a, b, c`): each is set against the labels.
 
-`judge_labels(label_var)` reads a person's verdict from a var of each case: pass/fail,
+`judge_labels(label_var)` reads a person's verdict from the labels given after the run under
+that name (the `labels` table), else from the var of that name of each case: pass/fail,
 true/false, yes/no, 1/0 in any case, a JSON boolean, or a score, passing at the assertion's
 threshold (its own, else its type's default, else 0.5). An empty or null label is no label;
 any other text is counted apart as a bad label. `judge_agreement(label_var)` counts the
@@ -131,23 +132,37 @@ def graded_verdicts_sql(columns: set[str] | None = None) -> str:
 
 _TRUE, _FALSE = "'pass', 'true', 'yes', '1'", "'fail', 'false', 'no', '0'"
 
-# per case: the label's text, the person's verdict read from it, and whether they agree
+# a label given after the run (the labels table): the last one per case x assertion, where
+# assertion_index NULL labels each graded assertion of the case; an assertion's own wins
+_GIVEN = """(SELECT run_id, case_id, assertion_index, arg_max(value, labelled_at) AS value
+            FROM labels WHERE label = label_var GROUP BY ALL)"""
+
+# per case x graded verdict (skipped ones apart): the label's text (given after the run,
+# else the case's var; NULL for none) and the person's verdict read from it
+VERDICT_LABELS = f"""
+    SELECT g.* EXCLUDE (output, t, vars), t AS label,
+           CASE WHEN t IN ({_TRUE}) THEN true WHEN t IN ({_FALSE}) THEN false
+                WHEN TRY_CAST(t AS DOUBLE) IN (0, 1) THEN TRY_CAST(t AS DOUBLE) = 1
+                WHEN isfinite(TRY_CAST(t AS DOUBLE))
+                     THEN TRY_CAST(t AS DOUBLE) >= COALESCE(g.threshold, 0.5)
+           END AS human, output, vars
+    FROM (SELECT g.*, v.output, v.vars,
+                 NULLIF(lower(trim(COALESCE(own.value, whole.value, json_extract_string(
+                     v.vars, '$."' || label_var || '"')))), '') AS t
+          FROM graded_verdicts g
+          JOIN (SELECT run_id, case_id, output, vars FROM cases) v USING (run_id, case_id)
+          LEFT JOIN {_GIVEN} own ON own.run_id = g.run_id AND own.case_id = g.case_id
+               AND own.assertion_index = g.assertion_index AND g.parent_index IS NULL
+          LEFT JOIN {_GIVEN} whole ON whole.run_id = g.run_id
+               AND whole.case_id = g.case_id AND whole.assertion_index IS NULL
+          WHERE g.status <> 'skipped') g
+    WHERE (metric IS NULL OR g.metric = metric) AND (type IS NULL OR g.type = type)"""
+
+# the labelled ones, and whether judge and person agree
 JUDGE_LABELS = f"""
-    SELECT *, CASE WHEN status IN ('pass', 'fail') AND human IS NOT NULL
-                   THEN (status = 'pass') = human END AS agrees
-    FROM (
-        SELECT g.*, t AS label,
-               CASE WHEN t IN ({_TRUE}) THEN true WHEN t IN ({_FALSE}) THEN false
-                    WHEN TRY_CAST(t AS DOUBLE) IN (0, 1) THEN TRY_CAST(t AS DOUBLE) = 1
-                    WHEN isfinite(TRY_CAST(t AS DOUBLE))
-                         THEN TRY_CAST(t AS DOUBLE) >= COALESCE(g.threshold, 0.5)
-               END AS human, v.output
-        FROM graded_verdicts g
-        JOIN (SELECT run_id, case_id, output,
-                     lower(trim(json_extract_string(vars, '$."' || label_var || '"'))) AS t
-              FROM cases) v USING (run_id, case_id)
-        WHERE v.t IS NOT NULL AND v.t <> '' AND g.status <> 'skipped'
-              AND (metric IS NULL OR g.metric = metric) AND (type IS NULL OR g.type = type))"""
+    SELECT * EXCLUDE (vars), CASE WHEN status IN ('pass', 'fail') AND human IS NOT NULL
+                                 THEN (status = 'pass') = human END AS agrees
+    FROM ({VERDICT_LABELS}) WHERE label IS NOT NULL"""
 
 _COUNTS = """
     SELECT j.run_id, j.judge_model, j.type, j.metric, j.provider,

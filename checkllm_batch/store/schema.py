@@ -3,7 +3,8 @@
 Public tables (columns may be added, never renamed): runs, cases (a view since 0007: see
 store/cases.py), assertion_results
 (assert-set members carry `parent_index`), test_results, named_metrics, derived_metrics.
-`assertions` keeps each assertion's spec. `judge_calls` is the judge's ledger and cache (one
+`assertions` keeps each assertion's spec. `labels` holds people's labels given after a run,
+`label_samples` the samples of cases drawn for labelling. `judge_calls` is the judge's ledger and cache (one
 row per call, by request hash); `judge_batches` / `judge_batch_requests` remember Batch API
 jobs so a crashed run resumes them. A migration is SQL text or a function of the connection.
 Analysis views (store/views.py) are re-created after any migration is applied, so they
@@ -107,6 +108,19 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
     # beside the database, one per batch, and read back by `cases` (store/cases.py):
     # storing 1M outputs and vars in DuckDB cost a frame a third more than its file
     ("0011_case_parts", "CREATE TABLE case_parts (run_id VARCHAR PRIMARY KEY, folder VARCHAR)"),
+    # people's labels given after a run (`labels import`, Results.add_labels): a case's label
+    # (assertion_index NULL: for each of its graded assertions) or one assertion's; and the
+    # samples drawn for labelling (`labels sample`): each candidate case's stratum and
+    # inclusion probability, so corrected estimates weigh the labels as they were drawn
+    ("0012_labels", """
+    CREATE TABLE labels (
+        run_id VARCHAR, case_id BIGINT, assertion_index INTEGER, label VARCHAR, value VARCHAR,
+        labelled_by VARCHAR, labelled_at TIMESTAMP DEFAULT current_timestamp, source VARCHAR);
+    CREATE TABLE label_samples (
+        run_id VARCHAR, sample_id VARCHAR, case_id BIGINT, stratum VARCHAR,
+        inclusion_prob DOUBLE, sampled BOOLEAN, strata_by VARCHAR, seed BIGINT,
+        drawn_at TIMESTAMP DEFAULT current_timestamp);
+    """),
 ]
 
 

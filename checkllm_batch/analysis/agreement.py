@@ -1,7 +1,8 @@
 """The judge against a person: `judge_agreement` and the cases where they disagree, read
 from the store's macros (store/agreement.py) for one run.
 
-A label names a var of the run's cases (a dataset column): pass/fail, true/false, yes/no,
+A label names labels imported after the run (`labels import`, `Results.add_labels`) or a
+var of the run's cases (a dataset column): pass/fail, true/false, yes/no,
 1/0, a boolean, or a score read against the assertion's threshold. Kappa's interval is the
 asymptotic one (the standard error statsmodels' `cohens_kappa` computes), not a bootstrap:
 closed form, so it costs nothing at any size; with few labels (n below ~30) or a kappa near
@@ -53,7 +54,8 @@ def disagreements(results: Results, run_id: str, label: str, metric: str | None 
 
 
 def _check_label(results: Results, run_id: str, label: str) -> None:
-    """No labelled graded verdict: say whether the var is missing, or nothing is graded."""
+    """No labelled graded verdict: say whether the label is missing (no var, no labels
+    imported under that name), or nothing is graded."""
     graded = results.query("SELECT count(*) AS n FROM graded_verdicts WHERE run_id = ?",
                            [run_id])["n"][0]
     if not graded:
@@ -62,6 +64,10 @@ def _check_label(results: Results, run_id: str, label: str) -> None:
     names = results.query(
         "SELECT DISTINCT unnest(json_keys(vars)) AS name FROM cases WHERE run_id = ? "
         "ORDER BY 1", [run_id])["name"].to_list()
-    if label not in names:
+    given = results.query("SELECT DISTINCT label FROM case_labels WHERE run_id = ? ORDER BY 1",
+                          [run_id])["label"].to_list()
+    if label not in names and label not in given:
         shown = ", ".join(names[:20]) or "none"
-        raise InputError(f"run {run_id}: no var {label!r} holds labels (its vars: {shown})")
+        imported = f"; labels imported: {', '.join(given)}" if given else ""
+        raise InputError(f"run {run_id}: no var {label!r} holds labels and none were "
+                         f"imported under that name (its vars: {shown}{imported})")

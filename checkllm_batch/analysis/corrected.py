@@ -2,30 +2,40 @@
 
 `estimate` corrects any frame of judged cases (a label or null per case, the judge's
 outcome, a sampling stratum and inclusion probability) with the SQL of store/corrected.py,
-as the `corrected_estimates` macro does over a run; `plan` says how many labels an
-interval needs.
+as the `corrected_pass_rates` / `corrected_scores` macros do over a run (`corrected`
+reads them for one run, refusing labels that were not drawn by a sample unless declared
+random); `difference` / `paired_difference` correct a difference, `compare_corrected` two
+runs; `labels_needed` and `plan` say how many labels an interval needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
 import polars as pl
 
+from ..errors import InputError
 from ..store.corrected import corrected_sql
+
+if TYPE_CHECKING:
+    from .database import Results
 
 
 def estimate(frame: pl.DataFrame, keys: Sequence[str] = (), pass_rate: bool = True
              ) -> pl.DataFrame:
     """Per group of `keys`: judge-only, labels-only and PPI++ estimates with intervals.
     `frame` has the keys, `y` (the person's outcome, null without a label), `f` (the
-    judge's), and optionally `stratum` (default one) and `a` (1 / inclusion probability,
-    default 1)."""
+    judge's), and optionally `stratum` (default one), `a` (1 / inclusion probability,
+    default 1) and `m` (the judged cases an unlabelled row stands for, default 1)."""
+    defaults = {"stratum": pl.lit("all"), "a": pl.lit(1.0), "m": pl.lit(1)}
+    if "m" in frame.columns and frame.filter(pl.col("y").is_not_null() & (pl.col("m") != 1)
+                                             ).height:
+        raise ValueError("a labelled row stands for one case (m = 1)")
     rows = frame.with_columns(
-        *([] if "stratum" in frame.columns else [pl.lit("all").alias("stratum")]),
-        *([] if "a" in frame.columns else [pl.lit(1.0).alias("a")]),
+        *[value.alias(name) for name, value in defaults.items() if name not in frame.columns],
         pl.col("y").cast(pl.Float64), pl.col("f").cast(pl.Float64))
     con = duckdb.connect()
     con.register("corrected_rows", rows.to_arrow())
@@ -96,3 +106,102 @@ def assumed_agreement(pass_rate: float, tpr: float, tnr: float) -> tuple[float, 
     cov = p * tpr - p * q
     denom = np.sqrt(p * (1 - p) * q * (1 - q))
     return p * (1 - p), float(cov / denom) if denom > 0 else 0.0
+
+
+ORDER = "judge_model NULLS FIRST, type, metric NULLS FIRST, provider NULLS FIRST"
+REFUSED = ("the labels in {label!r} of run {run} were not drawn by a sample of this "
+           "product, so nothing says they are a random sample of the judged cases, and a "
+           "correction from them could be biased. Draw one with `checkllm-batch labels "
+           "sample --n 300 -o to_label.csv`, label it and `labels import` it; or, if these "
+           "labels are a uniform random sample of the cases, say so with --labels-random "
+           "(labels_random=True)")
+
+
+def corrected(results: Results, run_id: str, label: str, *, scores: bool = False,
+              labels_random: bool = False, slice: str | None = None,
+              metric: str | None = None, type_: str | None = None) -> pl.DataFrame:
+    """corrected_pass_rates (or corrected_scores) for one run, refused without a drawn
+    sample unless the labels are declared random; `labels` says which they were."""
+    if not labels_random and not results.query(
+            "SELECT count(*) AS n FROM label_samples WHERE run_id = ?", [run_id])["n"][0]:
+        from .agreement import agreement
+
+        agreement(results, run_id, label, metric, type_)  # the label checked to exist
+        raise InputError(REFUSED.format(label=label, run=run_id))
+    macro = "corrected_scores" if scores else "corrected_pass_rates"
+    frame = results.query(
+        f"SELECT * EXCLUDE (run_id{'' if slice else ', slice'}) FROM {macro}(?, "
+        "labels_random := ?, slice := ?, metric := ?, type := ?) WHERE run_id = ? "
+        f"ORDER BY {ORDER}{', slice NULLS FIRST' if slice else ''}",
+        [label, labels_random, slice, metric, type_, run_id])
+    source = "declared a uniform random sample" if labels_random else "a drawn sample"
+    return frame.with_columns(labels=pl.lit(source))
+
+
+def plan(results: Results, run_id: str, label: str, half_width: float,
+         tpr: float | None = None, tnr: float | None = None) -> pl.DataFrame:
+    """Per graded assertion x provider: the labels a 95 % interval of +- half_width needs
+    alone and with the judge (PPI++), from the labels so far (their variance and the
+    judge's correlation with them), or from an assumed TPR / TNR when given or when there
+    are none (the people's rate then read back from the judge's through them)."""
+    judged = results.query(
+        "SELECT judge_model, type, metric, provider, count(*) AS n_judged, "
+        "avg((status = 'pass')::INTEGER) AS judge_rate FROM graded_verdicts "
+        f"WHERE run_id = ? AND status IN ('pass', 'fail') GROUP BY ALL ORDER BY {ORDER}",
+        [run_id])
+    if judged.is_empty():
+        raise InputError(f"run {run_id} has no judged model-graded verdict to plan for")
+    so_far = results.query(
+        "SELECT judge_model, type, metric, provider, count(*) AS n_labelled, "
+        "var_pop(human::INTEGER) AS var_y, corr(human::INTEGER, (status = 'pass')::INTEGER)"
+        " AS rho FROM judge_labels(?) WHERE run_id = ? AND human IS NOT NULL "
+        "AND status IN ('pass', 'fail') GROUP BY ALL", [label, run_id])
+    keys = ["judge_model", "type", "metric", "provider"]
+    rows = judged.join(so_far, on=keys, how="left", nulls_equal=True).to_dicts()
+    return pl.DataFrame([_plan_row(r, half_width, tpr, tnr) for r in rows])  # per group
+
+
+def _plan_row(row: dict, half_width: float, tpr: float | None, tnr: float | None) -> dict:
+    assumed = tpr is not None or not row["n_labelled"] or row["n_labelled"] < 2
+    if assumed:
+        tpr, tnr = (0.9, 0.9) if tpr is None else (tpr, tnr if tnr is not None else tpr)
+        if tpr + tnr <= 1:
+            raise InputError(f"an assumed judge with tpr {tpr} + tnr {tnr} <= 1 is no "
+                             "better than a coin: nothing to plan from")
+        people = float(np.clip((row["judge_rate"] - 1 + tnr) / (tpr + tnr - 1), 0.01, 0.99))
+        var_y, rho = assumed_agreement(people, tpr, tnr)
+        source = f"assumed tpr {tpr:g}, tnr {tnr:g}"
+    else:
+        var_y, rho = row["var_y"], row["rho"] if row["rho"] is not None else 0.0
+        source = f"{row['n_labelled']} labels so far"
+    try:
+        alone, with_judge = labels_needed(half_width, var_y, rho, row["n_judged"])
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    return {**{k: row[k] for k in ("judge_model", "type", "metric", "provider",
+                                   "n_judged")},
+            "n_labelled": row["n_labelled"] or 0, "rho": rho, "labels_alone": alone,
+            "labels_with_judge": with_judge, "from": source,
+            "note": "more than the judged cases: label them all" if with_judge >= row[
+                "n_judged"] else ("labels alone would need more than the judged cases"
+                                  if alone >= row["n_judged"] else None)}
+
+
+def compare_corrected(results: Results, run_a: str, run_b: str, label: str,
+                      labels_random: bool = False) -> pl.DataFrame:
+    """Run B - run A of the corrected pass rates per judge model x graded assertion x
+    provider, with a 95 % interval. Each run's estimate uses its own labels; the two are
+    taken as independent, which over-states the interval when both runs judged the same
+    cases (their errors then move together)."""
+    keys = ["judge_model", "type", "metric", "provider"]
+    a, b = (corrected(results, run, label, labels_random=labels_random)
+            for run in (run_a, run_b))
+    rows = a.join(b, on=keys, suffix="_b", nulls_equal=True).to_dicts()
+    out = [{**{k: r[k] for k in keys}, "corrected_a": r["corrected"],
+            "corrected_b": r["corrected_b"],
+            **(difference({k[:-2]: v for k, v in r.items() if k.endswith("_b")}, r)
+               if r["corrected"] is not None and r["corrected_b"] is not None
+               else {"difference": None, "low": None, "high": None,
+                     "judge_difference": None})} for r in rows]  # one per group
+    return pl.DataFrame(out, schema_overrides={"difference": pl.Float64, "low": pl.Float64,
+                                               "high": pl.Float64})

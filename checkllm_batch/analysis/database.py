@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -39,6 +40,7 @@ class Results:
     def __init__(self, db: str | Path | duckdb.DuckDBPyConnection):
         self.con = db if isinstance(db, duckdb.DuckDBPyConnection) else store.connect(
             db, create=False)
+        self._path = None if isinstance(db, duckdb.DuckDBPyConnection) else db
         warn_changed_sources(self.con, stacklevel=3)
         self._intervals: dict[tuple, pl.DataFrame] = {}
 
@@ -182,6 +184,78 @@ class Results:
         from .agreement import disagreements
 
         return disagreements(self, self.run_id(run), label, metric, type, limit)
+
+    def add_labels(self, frame: Any, label: str = "human", *, run: str | None = None,
+                   key: list[str] | None = None, labelled_by: str | None = None,
+                   source: str = "frame") -> dict:
+        """Store people's labels given after the run: `frame` (Polars or pandas) has a
+        column `label` (the same spellings as a label var: pass/fail, true/false, yes/no,
+        1/0, a score) and `case_id`, or the dataset's own id columns (vars; or `key`), and
+        optionally `assertion_index` and `labelled_by`. Every row must match a case.
+        Returns the counts stored; judge_agreement and the corrected rates read them."""
+        from .labels import add_labels
+
+        rows = frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
+        return add_labels(self._writable(), self.run_id(run), rows, label, keys=key,
+                          labelled_by=labelled_by, source=source)
+
+    def sample_labels(self, n: int, by: list[str] | None = None, seed: int | None = None,
+                      *, run: str | None = None, label: str = "human", **which: str | None
+                      ) -> pl.DataFrame:
+        """Draw n judged cases to label, uniformly or evenly over strata (`by`: provider,
+        prompt, verdict, type, metric, judge_model or a var), record every candidate's
+        inclusion probability, and return the drawn ones to label: case, output, vars,
+        the judge's verdict, score and reason, and an empty `label` column. `which`:
+        type_, metric, judge_model when cases have several graded verdicts."""
+        from .labels import draw, record_sample
+
+        run_id, by = self.run_id(run), list(by or [])
+        drawn, seed = draw(self.con, run_id, n, by, seed, **which)
+        record_sample(self._writable(), run_id, drawn, by, seed)
+        return drawn.filter("sampled").select(
+            "case_id", "provider", "prompt", "output", "vars",
+            pl.col("status").alias("verdict"), "score", "reason", "stratum",
+            "inclusion_prob", pl.lit(None, pl.String).alias(label)).with_columns(
+            pl.lit(seed).alias("seed"))
+
+    def corrected_pass_rates(self, label: str = "human", *, run: str | None = None,
+                             labels_random: bool = False, slice: str | None = None,
+                             metric: str | None = None, type: str | None = None,
+                             scores: bool = False) -> pl.DataFrame:
+        """The judge's pass rates (mean scores with `scores`) corrected by people's labels
+        (PPI++), per judge model x graded assertion x provider (x the var `slice`): the
+        judge-only and labels-only rates and the corrected one, each with its 95 %
+        interval, n_labelled, n_judged, lam and n_effective (the labels as precise without
+        the judge). Labels must come from `sample_labels` (stratified estimates by its
+        strata), or be declared a uniform random sample (`labels_random`)."""
+        from .corrected import corrected
+
+        return corrected(self, self.run_id(run), label, scores=scores,
+                         labels_random=labels_random, slice=slice, metric=metric, type_=type)
+
+    def labels_plan(self, half_width: float, label: str = "human", *,
+                    run: str | None = None, tpr: float | None = None,
+                    tnr: float | None = None) -> pl.DataFrame:
+        """How many labels a 95 % interval of +- half_width (a fraction) needs, alone and
+        with the judge, from the labels so far or an assumed tpr / tnr."""
+        from .corrected import plan
+
+        return plan(self, self.run_id(run), label, half_width, tpr, tnr)
+
+    def compare_corrected(self, run_a: str, run_b: str, label: str = "human",
+                          labels_random: bool = False) -> pl.DataFrame:
+        """B - A of the corrected pass rates, with a 95 % interval (see corrected.py)."""
+        from .corrected import compare_corrected
+
+        return compare_corrected(self, self.run_id(run_a), self.run_id(run_b), label,
+                                 labels_random)
+
+    def _writable(self) -> duckdb.DuckDBPyConnection:
+        """The connection, reopened to write where it was opened read-only from a path."""
+        if self._path is not None:
+            self.con.close()
+            self.con, self._path = store.connect(self._path), None
+        return self.con
 
     def fscore(self, tp: str = "tp", fp: str = "fp", fn: str = "fn",
                run: str | None = None) -> pl.DataFrame:

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from ..store import results as store
+from ..store import runs as store
 from ..store.labels import write_labels, write_sample
 
 # columns of a label file that are not keys: the label is the one named by `label`

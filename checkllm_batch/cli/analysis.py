@@ -12,6 +12,7 @@ from ..analysis.database import Results
 from ..analysis.power import sample_size
 from ..analysis.stats import REPLICATES, SEED
 from ..analysis.wording import PASS_RATE_HEADING, label, pass_rate_lines, percent
+from .labels import corrected_gate, print_corrected, print_corrected_difference
 from .support import FORMATS, UserError, emit, show, user_errors
 
 EXIT_REGRESSED = 1
@@ -45,10 +46,17 @@ def _show(frame: pl.DataFrame, max_rows: int = 50) -> None:
               "at least; raised to what the number of metric rows tested needs.")
 @click.option("--seed", default=SEED, show_default=True, type=int,
               help="Seed of the bootstrap (the same seed gives the same figures).")
+@click.option("--corrected", "corrected_label", metavar="LABEL", help="Also the pass rates "
+              "corrected by people's labels LABEL (labels sample / import), B - A with a 95 % "
+              "interval; the significant gate then fails when that interval lies below "
+              "-min-effect (the judge's own rates no longer decide).")
+@click.option("--labels-random", is_flag=True, help="With --corrected: labels not drawn by "
+              "`labels sample` are a uniform random sample of the cases (said beside it).")
 @user_errors
 def compare_command(run_a: str, run_b: str, db: str, rule: str, alpha: float,
                     min_effect: float, fmt: str, all_metrics: bool, partial: bool,
-                    metrics: tuple[str, ...], replicates: int, seed: int) -> None:
+                    metrics: tuple[str, ...], replicates: int, seed: int,
+                    corrected_label: str | None, labels_random: bool) -> None:
     """Compare RUN_A with RUN_B: per provider x prompt both pass rates, their difference
     over the matched cases with the exact McNemar test on the cases whose verdict changed
     and the exact interval that inverts it; the cases that regressed (passed in A, not
@@ -60,14 +68,23 @@ def compare_command(run_a: str, run_b: str, db: str, rule: str, alpha: float,
     Cases are matched by test_id + provider + prompt + vars (then by order within that key).
     Exit code: 1 when the --gate fails (by default: a pass rate dropped significantly),
     0 otherwise, 2 on bad input."""
-    comparison = Results(db).compare(run_a, run_b, partial=partial, alpha=alpha,
-                                     replicates=replicates, seed=seed,
-                                     metrics=list(metrics) or None)
+    results = Results(db)
+    comparison = results.compare(run_a, run_b, partial=partial, alpha=alpha,
+                                 replicates=replicates, seed=seed,
+                                 metrics=list(metrics) or None)
     gate = comparison.gate(rule, min_effect)
+    corrected = None
+    if corrected_label:
+        corrected = results.compare_corrected(run_a, run_b, corrected_label, labels_random)
+        gate = corrected_gate(gate, corrected) if rule == "significant" else gate
     if fmt != "table":
-        emit(document(comparison, gate), fmt, table=comparison.metrics)
+        doc = document(comparison, gate)
+        emit(doc if corrected is None else {**doc, "corrected": corrected}, fmt,
+             table=comparison.metrics)
     else:
         _print_comparison(comparison, gate, all_metrics)
+        if corrected is not None:
+            print_corrected_difference(corrected, labels_random)
     sys.exit(EXIT_REGRESSED if gate.failed else 0)
 
 
@@ -187,9 +204,18 @@ def power_command(pass_rate: float | None, drop: float | None, flip_rate: float 
               type=click.IntRange(min=0), help="Disagreeing cases listed (table format).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True, help="A table, or JSON / CSV for scripts.")
+@click.option("--corrected", is_flag=True, help="Then the judge's pass rates corrected by "
+              "the labels (PPI++): judge-only, labels-only and corrected, with 95 % "
+              "intervals and the labels the judge was worth (n_effective).")
+@click.option("--scores", is_flag=True, help="With --corrected: mean scores, not pass rates.")
+@click.option("--slice", "slice_", metavar="VAR", help="With --corrected: per value of a var.")
+@click.option("--labels-random", is_flag=True, help="With --corrected: labels not drawn by "
+              "`labels sample` (e.g. a dataset column) are a uniform random sample of the "
+              "cases; without it such labels are refused for correction.")
 @user_errors
 def agreement_command(db: str, label: str, run_id: str | None, metric: str | None,
-                      type_: str | None, limit: int, fmt: str) -> None:
+                      type_: str | None, limit: int, fmt: str, corrected: bool, scores: bool,
+                      slice_: str | None, labels_random: bool) -> None:
     """How often the judge agrees with a person's labels: per judge model x graded
     assertion (type, metric) x provider, n, agreement, Cohen's kappa with its 95 %
     interval, the judge's tpr / tnr (a pass is positive), the 2 x 2 counts, and cases
@@ -198,8 +224,12 @@ def agreement_command(db: str, label: str, run_id: str | None, metric: str | Non
     results = Results(db)
     run = results.run_id(run_id)
     table = results.judge_agreement(label, metric, type_, run=run)
+    fixed = results.corrected_pass_rates(
+        label, run=run, labels_random=labels_random, slice=slice_, metric=metric,
+        type=type_, scores=scores) if corrected else None
     if fmt != "table":
-        emit({}, fmt, table=table)
+        emit({} if fixed is None else {"agreement": table, "corrected": fixed}, fmt,
+             table=table if fixed is None else fixed)
         return
     click.echo(f"run {run}: the judge against the labels in {label!r}")
     show(frame=table.with_columns(pl.col(pl.Float64).round(4)))
@@ -209,3 +239,7 @@ def agreement_command(db: str, label: str, run_id: str | None, metric: str | Non
             click.echo(f"disagreements (first {limit}):")
             show(frame=cases.with_columns(pl.col("output").str.slice(0, 80),
                                           pl.col("reason").str.slice(0, 80)))
+    if fixed is not None:
+        what = "mean scores" if scores else "pass rates"
+        print_corrected(fixed, f"{what} corrected by the labels in {label!r} (PPI++, 95 % "
+                               f"intervals; labels {fixed['labels'][0]}):")

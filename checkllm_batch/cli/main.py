@@ -29,6 +29,7 @@ from .eval import (
     warn_without_judge,
     write_output,
 )
+from .labels import labels_group
 from .support import EXIT_FAILED, FORMATS, UserError, emit, show, show_relation, user_errors
 
 
@@ -364,5 +365,5 @@ def _print_metrics(run: api.Run) -> None:
 
 
 for _command in (agreement_command, compare_command, export_command, power_command,
-                 report_command):
+                 report_command, labels_group):
     main.add_command(_command)

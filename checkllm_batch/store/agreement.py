@@ -9,7 +9,7 @@ verdict: the majority of its repeats) and a row of the jury's verdict, whose jud
 names the vote and the jurors (`jury (majority): a, b, c`): each is set against the labels.
 
 `judge_labels(label_var)` reads a person's verdict from the labels given after the run under
-that name (the `labels` table), else from the var of that name of each case: pass/fail,
+that name (the `case_labels` table), else from the var of that name of each case: pass/fail,
 true/false, yes/no, 1/0 in any case, a JSON boolean, or a score, passing at the assertion's
 threshold (its own, else its type's default, else 0.5). An empty or null label is no label;
 any other text is counted apart as a bad label. `judge_agreement(label_var)` counts the
@@ -135,7 +135,7 @@ _TRUE, _FALSE = "'pass', 'true', 'yes', '1'", "'fail', 'false', 'no', '0'"
 # a label given after the run (the labels table): the last one per case x assertion, where
 # assertion_index NULL labels each graded assertion of the case; an assertion's own wins
 _GIVEN = """(SELECT run_id, case_id, assertion_index, arg_max(value, labelled_at) AS value
-            FROM labels WHERE label = label_var GROUP BY ALL)"""
+            FROM case_labels WHERE label = label_var GROUP BY ALL)"""
 
 # per case x graded verdict (skipped ones apart): the label's text (given after the run,
 # else the case's var; NULL for none) and the person's verdict read from it

@@ -1,5 +1,5 @@
 """People's labels given after a run, and the samples of cases drawn for labelling: rows
-into the `labels` and `label_samples` tables (migration 0012), one transaction each."""
+into the `case_labels` and `label_samples` tables (migration 0012), one transaction each."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame,
 def write_labels(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> None:
     """Append labels (LABEL_COLUMNS): a later label of the same case, assertion and name
     is the one read (judge_labels takes the last by labelled_at)."""
-    _insert(con, "labels", frame, LABEL_COLUMNS)
+    _insert(con, "case_labels", frame, LABEL_COLUMNS)
 
 
 def write_sample(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> None:

@@ -3,7 +3,7 @@
 Public tables (columns may be added, never renamed): runs, cases (a view since 0007: see
 store/cases.py), assertion_results
 (assert-set members carry `parent_index`), test_results, named_metrics, derived_metrics.
-`assertions` keeps each assertion's spec. `labels` holds people's labels given after a run,
+`assertions` keeps each assertion's spec. `case_labels` holds people's labels given after a run,
 `label_samples` the samples of cases drawn for labelling. `judge_calls` is the judge's ledger and cache (one
 row per call, by request hash); `judge_batches` / `judge_batch_requests` remember Batch API
 jobs so a crashed run resumes them. A migration is SQL text or a function of the connection.
@@ -113,7 +113,7 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
     # samples drawn for labelling (`labels sample`): each candidate case's stratum and
     # inclusion probability, so corrected estimates weigh the labels as they were drawn
     ("0012_labels", """
-    CREATE TABLE labels (
+    CREATE TABLE case_labels (
         run_id VARCHAR, case_id BIGINT, assertion_index INTEGER, label VARCHAR, value VARCHAR,
         labelled_by VARCHAR, labelled_at TIMESTAMP DEFAULT current_timestamp, source VARCHAR);
     CREATE TABLE label_samples (

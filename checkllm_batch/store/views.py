@@ -30,7 +30,7 @@ TABLES = {
     "derived_metrics": "derivedMetrics values per run x provider x prompt",
     "run_batches": "each batch of a run committed so far: first case, rows (resume continues "
                    "after the last)",
-    "labels": "people's labels given after a run: case (and assertion, or NULL for each of "
+    "case_labels": "people's labels given after a run: case (and assertion, or NULL for each of "
               "its graded assertions), label name, value, who, when, from which file",
     "label_samples": "cases drawn for labelling (labels sample): each candidate case's "
                      "stratum and inclusion probability, and whether it was drawn",
@@ -335,6 +335,7 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     from . import corrected  # it builds on this module's wilson_sql
 
     for name, (params, comment, query) in {**MACROS, **corrected.MACROS}.items():
+        query = corrected.without_tables(query, tables)
         con.execute(f"CREATE OR REPLACE MACRO {name}({params}) AS TABLE {query}")
         con.execute(f"COMMENT ON MACRO TABLE {name} IS {sql_string(comment)}")
 

@@ -217,3 +217,13 @@ def test_assumed_agreement_matches_simulated_correlation():
     var_y, rho = assumed_agreement(0.4, 0.9, 0.7)
     assert var_y == pytest.approx(0.24)
     assert rho == pytest.approx(np.corrcoef(y, f)[0, 1], abs=0.01)
+
+
+def test_unlabelled_rows_may_stand_for_many_cases():
+    """Judged-only cases counted at once (m) give the estimate their rows give."""
+    y, f, fu, _ = _binary(61, 50, 700)
+    ones = int(fu.sum())
+    counted = pl.DataFrame({"y": [*y, None, None], "f": [*f, 1.0, 0.0],
+                            "m": [1] * 50 + [ones, 700 - ones]})
+    assert estimate(counted).row(0, named=True) == pytest.approx(
+        ppi_mean(y, f, fu, pass_rate=True))

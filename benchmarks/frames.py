@@ -7,8 +7,9 @@ benchmark's 10-assertion suite (synth.SUITE), each measurement in a fresh proces
 rounds that run every mode once (paired: a round's modes see the same machine load):
 
 - parquet:       cb.evaluate(suite, "outputs.parquet")         the reference
-- parquet-copy:  the same, copy_outputs=True                    its text copied into DuckDB (a frame's goes to Parquet parts)
-- pandas:        cb.evaluate(suite, pandas_frame)
+- parquet-copy:  the same, copy_outputs=True                    its text copied into DuckDB, as a frame's is
+- pandas:        cb.evaluate(suite, pandas_frame)               its text stored in DuckDB (the default)
+- pandas-parts:  the same, text_parts=True                      its text as Parquet parts beside the database
 - score-pandas:  cb.score(pandas_frame, suite)                  the frame back, verdicts added
 - lazy:          cb.evaluate(suite, pl.scan_parquet(...))       a lazy source, streamed
 
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 
 OUT = Path(tempfile.gettempdir()) / "checkllm_frames_bench"
-MODES = ("parquet", "parquet-copy", "pandas", "score-pandas", "lazy")
+MODES = ("parquet", "parquet-copy", "pandas", "pandas-parts", "score-pandas", "lazy")
 
 
 def rss_mib() -> float:
@@ -50,6 +51,7 @@ def worker(mode: str, data: Path, suite: Path, db: Path) -> dict:
     source = {"parquet": lambda: str(data), "parquet-copy": lambda: str(data),
               "lazy": lambda: pl.scan_parquet(data),
               "pandas": lambda: pd.read_parquet(data),
+              "pandas-parts": lambda: pd.read_parquet(data),
               "score-pandas": lambda: pd.read_parquet(data)}[mode]()
     before = rss_mib()
     wall, cpu = time.perf_counter(), time.process_time()
@@ -58,7 +60,8 @@ def worker(mode: str, data: Path, suite: Path, db: Path) -> dict:
         cases = len(scored)
         con = scored.attrs["run"].con
     else:
-        con = cb.evaluate(suite, source, db=db, copy_outputs=mode == "parquet-copy").con
+        con = cb.evaluate(suite, source, db=db, copy_outputs=mode == "parquet-copy",
+                          text_parts=mode == "pandas-parts").con
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     results = con.execute("SELECT count(*) FROM test_results").fetchall()[0][0]
     if mode != "score-pandas":

@@ -8,6 +8,7 @@ from typing import Any
 
 import duckdb
 
+from . import arguments
 from .analysis.database import Results
 from .analysis.run import Run
 from .assertions.reading import load_suite
@@ -19,6 +20,7 @@ from .run.dry_run import dry_run as plan_only
 from .run.local import evaluate_local
 from .run.sample import SEED as SAMPLE_SEED
 from .store import runs as store
+from .store.cases import refuse_unreadable
 from .suites.judge import JudgeConfig
 from .suites.model import Suite
 
@@ -26,11 +28,12 @@ __all__ = ["BATCH_ROWS", "Outputs", "Run", "check_apart", "dry_run", "evaluate",
            "inline_outputs", "open_results", "write"]
 
 
-def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Path = ":memory:",
+def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *,
+             db: str | Path | duckdb.DuckDBPyConnection = ":memory:",
              batch_rows: int = BATCH_ROWS, progress: bool = False,
              config: dict[str, Any] | None = None, judge_config: JudgeConfig | None = None,
              judge: Judge | None = None, resume: str | None = None,
-             engine: str = "local", copy_outputs: bool = False,
+             engine: str = "local", copy_outputs: bool = False, text_parts: bool = False,
              judge_sample: str | float | None = None, judge_sample_seed: int = SAMPLE_SEED
              ) -> Run:
     """Score `outputs` (a file, a DuckDB table, a frame, or the suite's inline outputs)
@@ -41,23 +44,35 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pa
     `resume` re-runs the run of that id in place: no judge call already answered is sent.
     `engine="ray"` runs it on a Ray cluster (Parquet files, or a Ray Dataset as `outputs`;
     see docs/ray.md). A Parquet file's outputs and vars are not copied into `db`: its
-    `cases` view reads them from the file (store/cases.py), unless `copy_outputs`; a
-    dataframe's are written as Parquet parts beside a file `db`.
+    `cases` view reads them from the file (store/cases.py), unless `copy_outputs`; every
+    other source's (a dataframe's) are stored in `db`, one file to move or copy, or, with
+    `text_parts`, written as Parquet parts in a folder beside a file `db`
+    (`<db>.cases/<run_id>/`: faster, and to be moved or copied with it).
     `judge_sample` ('2%', 0.02, or a count such as 2000) judges a seeded sample of the cases
     only (run/sample.py); the others' graded assertions end `skipped`, every deterministic
     check still runs on every row. A resumed run keeps the sample it began with."""
-    check_apart(outputs, db)
+    _check(suite, outputs, db, batch_rows, judge_sample, judge_sample_seed)
+    for value, name in ((progress, "progress"), (copy_outputs, "copy_outputs"),
+                        (text_parts, "text_parts")):
+        arguments.flag(value, name)
+    arguments.optional_text(resume, "resume")
+    arguments.mapping(config, "config")
+    if engine not in ("local", "ray"):
+        raise InputError(f"engine: takes 'local' or 'ray', not {arguments.given(engine)}")
+    if copy_outputs and text_parts:
+        raise InputError("copy_outputs and text_parts: choose one place for the cases' text")
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     if engine != "local":
-        if judge_sample is not None:
-            raise InputError("judge_sample is not supported with engine='ray' yet")
+        if judge_sample is not None or text_parts:
+            raise InputError("judge_sample and text_parts are not supported with "
+                             "engine='ray' yet")
         from .distributed import evaluate_on
         return evaluate_on(engine, suite, outputs, db=db, batch_rows=batch_rows,
                            config=config, resume=resume, judge_config=judge_config,
                            judge=judge)
     return evaluate_local(suite, outputs, db=db, batch_rows=batch_rows, progress=progress,
                           config=config, judge_config=judge_config, judge=judge,
-                          resume=resume, copy_outputs=copy_outputs,
+                          resume=resume, copy_outputs=copy_outputs, text_parts=text_parts,
                           sample=(judge_sample, judge_sample_seed))
 
 
@@ -69,26 +84,47 @@ def dry_run(suite: Suite | str | Path, outputs: Outputs = None, *, db: str | Pat
     (requests, unique, already answered in `db`, to send, estimated tokens and cost). Only
     model-graded assertions are planned: no other check runs (no webhook, no python). With
     `judge_sample`, only the calls of the cases in that sample."""
-    check_apart(outputs, db)
+    _check(suite, outputs, db, batch_rows, judge_sample, judge_sample_seed)
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     return plan_only(suite, outputs, db=db, batch_rows=batch_rows, judge_config=judge_config,
                      sample=(judge_sample, judge_sample_seed))
 
 
+def _check(suite: Any, outputs: Any, db: Any, batch_rows: Any, judge_sample: Any,
+           judge_sample_seed: Any) -> None:
+    """A run's arguments, before anything is read or created."""
+    arguments.outputs(outputs)
+    arguments.database(db)
+    arguments.rows(batch_rows)
+    arguments.sample(judge_sample, judge_sample_seed)
+    check_apart(outputs, db)
+
+
 def open_results(db: str | Path) -> duckdb.DuckDBPyConnection:
+    arguments.database(db)
     return store.connect(db, create=False)
 
 
 def get_run(db: str | Path | duckdb.DuckDBPyConnection, run: str | None = None) -> Run:
     """A run of a results database: `run` (its id, a unique prefix, `last` or `previous`),
     or the last finished one: `cb.Results(db).run(run)`."""
+    arguments.optional_text(run, "run")
     return Results(db).run(run)
 
 
 def write(run: Run, path: str | Path) -> Run:
     """Copy a run (all its rows) into the results database at `path`, streamed through
     Arrow (the run's database may be open read-only). Its cases' text is copied too, even
-    where the run reads it from its source file."""
+    where the run reads it from its source file or parts; a run whose text is gone or
+    damaged there is refused, naming the path."""
+    if not isinstance(run, Run):
+        raise InputError(f"run: takes a Run (cb.evaluate's, or cb.get_run), not "
+                         f"{arguments.given(run)}")
+    if not isinstance(path, (str, Path)) or str(path) == ":memory:":
+        raise InputError(f"path: takes a database file path to copy the run into, not "
+                         f"{arguments.given(path)}")
+    arguments.database(path, "path")
+    refuse_unreadable(run.con, run.run_id, f"cannot write run {run.run_id} to {path}")
     target = store.connect(path)
     try:
         if target.execute("SELECT 1 FROM runs WHERE run_id = ?", [run.run_id]).fetchall():

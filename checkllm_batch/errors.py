@@ -60,6 +60,11 @@ class InputError(CheckLLMError):
     """An outputs dataset (or a results database) cannot be used as given."""
 
 
+class StorageError(CheckLLMError):
+    """The results database, or a file beside it, cannot be written: the disk is full, or
+    the place is read-only or not ours. The run is left resumable (`interrupted`)."""
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """' (did you mean "x"?)' for the closest choice, or '' when nothing is close."""
     from rapidfuzz import process  # here, not at the top: only a mistake needs it

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from itertools import chain, count
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arguments
 from .analysis.run import Run
 from .api import evaluate
 from .errors import InputError
@@ -47,6 +47,9 @@ def score(outputs: Any, suite: Suite | str | Path | dict, *, db: str | Path = ":
     if outputs is None or isinstance(outputs, (str, Path)):
         raise InputError(f"cb.score takes a dataframe ({FRAMES}), not {outputs!r}: for a "
                          "file, use cb.evaluate or read it into a frame first")
+    arguments.outputs(outputs)
+    arguments.database(db)
+    arguments.flag(with_run, "with_run")
     if not isinstance(suite, Suite):
         import checkllm_batch as cb
 
@@ -54,20 +57,34 @@ def score(outputs: Any, suite: Suite | str | Path | dict, *, db: str | Path = ":
         suite = load(suite)
     kept = None if _in_memory(outputs) else Keep(outputs)
     run = evaluate(suite, outputs if kept is None else kept, db=db, **options)
-    run = SharedRun(run.con, run.run_id)
     names = [str(c) for c in _columns(outputs, kept)]
     verdicts = verdict_table(run.con, run.run_id, names)
     frame = _back(outputs, kept, verdicts, run)
     return (frame, run) if with_run else frame
 
 
-@dataclass
-class SharedRun(Run):
-    """A Run that pandas' `.attrs` can carry: pandas deep-copies attrs into every derived
-    frame (a filter, a copy), and a DuckDB connection cannot be copied; the run is shared."""
+class SharedRun(str):
+    """The run behind a scored pandas frame, in its `.attrs["run"]`: the run's id as a
+    string, which pandas can write (to_parquet stores attrs as JSON) and pickle, and the
+    `Run` itself to every attribute (`.attrs["run"].summary()`). pandas deep-copies attrs
+    into every derived frame (a filter, a copy), and a DuckDB connection cannot be copied:
+    the run is shared."""
+
+    run: Run
+
+    def __new__(cls, run: Run) -> SharedRun:
+        shared = super().__new__(cls, run.run_id)
+        shared.run = run
+        return shared
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.run, name)
 
     def __deepcopy__(self, memo: dict) -> SharedRun:
         return self
+
+    def __reduce__(self) -> tuple:
+        return str, (str(self),)  # pickled, the run's id
 
 
 def _in_memory(frame: Any) -> bool:
@@ -161,7 +178,7 @@ def _back(frame: Any, kept: Keep | None, verdicts: pa.Table, run: Run) -> Any:
         columns = verdicts.to_pandas(
             types_mapper=lambda t: pd.BooleanDtype() if t == pa.bool_() else None)
         out = frame.assign(**{c: columns[c].array for c in columns.columns})
-        out.attrs["run"] = run
+        out.attrs["run"] = SharedRun(run)
         return out
     if isinstance(frame, pl.DataFrame) or is_frame(frame, "polars", "LazyFrame"):
         rows = frame if kept is None else pl.from_arrow(kept.batches)

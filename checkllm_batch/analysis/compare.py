@@ -14,6 +14,8 @@ any case regressed (the rule before intervals); `none` never.
 
 from __future__ import annotations
 
+import json
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,17 +28,23 @@ from .stats import REPLICATES, SEED
 if TYPE_CHECKING:
     from .database import Results
 
-_SIDE = """
-    SELECT c.case_id, c.test_id, c.provider, c.prompt, CAST(c.vars AS VARCHAR) AS vars,
+# vars as values: a key whose value is null is no key (JSON Merge Patch drops it, nested
+# too), and keys in name order, so a JSON row without a key and a frame's null match
+_PATCHED = "json_merge_patch('{}', COALESCE(c.vars, '{}'))"
+_VARS = (f"'{{' || array_to_string(list_transform(list_sort(json_keys({_PATCHED})), lambda k: "
+         f"to_json(k)::VARCHAR || ':' || ({_PATCHED} -> k)::VARCHAR), ',') || '}}'")
+
+_SIDE = f"""
+    SELECT c.case_id, c.test_id, c.provider, c.prompt, {_VARS} AS vars,
            c.output, t.status, t.score, t.reason,
            row_number() OVER (PARTITION BY c.test_id, c.provider, c.prompt,
-                              CAST(c.vars AS VARCHAR) ORDER BY c.case_id) AS occurrence
-    FROM cases c JOIN test_results t USING (run_id, case_id) WHERE c.run_id = {run}"""
+                              {_VARS} ORDER BY c.case_id) AS occurrence
+    FROM cases c JOIN test_results t USING (run_id, case_id) WHERE c.run_id = {{run}}"""
 
 _KEY = ("test_id", "provider", "prompt", "vars", "occurrence")
 
 CASES_SQL = f"""
-    WITH a AS ({_SIDE.format(run="$a")}), b AS ({_SIDE.format(run="$b")})
+    WITH a AS ({_SIDE.replace("{run}", "$a")}), b AS ({_SIDE.replace("{run}", "$b")})
     SELECT {", ".join(f"COALESCE(a.{k}, b.{k}) AS {k}" for k in _KEY)},
            CASE WHEN a.case_id IS NULL THEN 'added' WHEN b.case_id IS NULL THEN 'removed'
                 WHEN a.status = 'pass' AND b.status <> 'pass' THEN 'regressed'
@@ -57,7 +65,7 @@ _METRICS_SIDE = """
 _METRIC_KEY = ("provider", "prompt", "metric", "kind")
 
 METRICS_SQL = f"""
-    WITH a AS ({_METRICS_SIDE.format(run="$a")}), b AS ({_METRICS_SIDE.format(run="$b")})
+    WITH a AS ({_METRICS_SIDE.replace("{run}", "$a")}), b AS ({_METRICS_SIDE.replace("{run}", "$b")})
     SELECT {", ".join(f"COALESCE(a.{k}, b.{k}) AS {k}" for k in _METRIC_KEY)},
            a.value AS value_a, b.value AS value_b, b.value - a.value AS diff
     FROM a FULL JOIN b ON {" AND ".join(f"a.{k} IS NOT DISTINCT FROM b.{k}"
@@ -127,8 +135,10 @@ def compare(results: Results, run_a: str, run_b: str, alpha: float = 0.05,
     """Compare run A with run B. `metrics`: only these metrics are tested (Holm counts
     them alone); the pass rates always are. `replicates` is raised to what the metric
     rows tested need (significance.replicates_needed)."""
+    _same_suite(results, run_a, run_b)
     params = {"a": run_a, "b": run_b}
     cases = results.query(CASES_SQL, params)
+    _enough_in_common(cases, run_a, run_b)
     values = results.query(METRICS_SQL, params)
     asked = _asked(values, metrics)
     diffs = _metric_diffs(results, cases, run_a, run_b, replicates, seed, asked)
@@ -167,6 +177,42 @@ def _metric_diffs(results: Results, cases: pl.DataFrame, run_a: str, run_b: str,
     diffs = metric_differences(results.con, cases, run_a, run_b, replicates, seed)
     return diffs.filter(pl.col("metric").is_in(asked),
                         pl.col("replicates").list.eval(pl.element().is_finite()).list.any())
+
+
+def _same_suite(results: Results, run_a: str, run_b: str) -> None:
+    """Runs of different suites are refused, naming the first difference."""
+    hashes = dict(results.query("SELECT run_id, suite_hash FROM runs WHERE run_id IN (?, ?)",
+                                [run_a, run_b]).rows())
+    if None in hashes.values() or hashes[run_a] == hashes[run_b]:
+        return
+    specs = [results.query("SELECT test_index, test_id, assertion_index, spec::VARCHAR AS spec "
+                           "FROM assertions WHERE run_id = ? ORDER BY ALL", [run]).rows()
+             for run in (run_a, run_b)]
+    differ = next((i for i, (x, y) in enumerate(zip(*specs)) if x != y), None)
+    if differ is not None:
+        (_, test, index, spec_a), (_, test_b, index_b, spec_b) = specs[0][differ], specs[1][differ]
+        a, b = json.loads(spec_a), json.loads(spec_b)
+        keys = [k for k in {**a, **b} if a.get(k) != b.get(k)]
+        what = (f"test {test!r} assertion {index} in A, test {test_b!r} assertion {index_b} in "
+                "B: " + ", ".join(f"{k} {a.get(k)!r} in A, {b.get(k)!r} in B" for k in keys))
+    elif len(specs[0]) != len(specs[1]):
+        what = f"{len(specs[0])} assertions in A, {len(specs[1])} in B"
+    else:
+        what = "the same assertions, other tests' vars, prompts or options"
+    raise InputError(f"runs {run_a} (A) and {run_b} (B) ran different suites ({what}"[:400]
+                     + "): compare two runs of one suite")
+
+
+def _enough_in_common(cases: pl.DataFrame, run_a: str, run_b: str) -> None:
+    """No case in common is an error; fewer than half of the larger run's, a warning."""
+    matched = cases.filter(pl.col("case_a").is_not_null() & pl.col("case_b").is_not_null())
+    sides = max(cases["case_a"].count(), cases["case_b"].count())
+    if matched.height == 0:
+        raise InputError(f"runs {run_a} and {run_b} have no case in common (cases match by "
+                         "test, provider, prompt and vars): nothing to compare")
+    if matched.height < sides / 2:
+        warnings.warn(f"runs {run_a} and {run_b} have {matched.height} of {sides} cases in "
+                      "common: the others are added or removed, not compared", stacklevel=4)
 
 
 def document(comparison: Comparison, gate: Gate) -> dict:

@@ -11,9 +11,10 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from .. import arguments
 from ..errors import InputError
 from ..store import runs as store
-from ..store.cases import changed_sources
+from ..store.cases import create_cases_view
 from ..store.views import catalog
 from .charts import Svg
 from .classify import Classification, classification
@@ -26,22 +27,25 @@ RECENT = {"last": 0, "latest": 0, "previous": 1}  # run names promptfoo users ty
 
 
 def warn_changed_sources(con: duckdb.DuckDBPyConnection, stacklevel: int = 2) -> None:
-    """A warning for each run whose cases' text is read from a file that is gone or changed."""
-    for run_id, path in changed_sources(con):
-        warnings.warn(f"run {run_id} reads its cases' output and vars from {path}, which "
-                      "is gone or has changed since: they are not the text it scored "
-                      "(evaluate with --copy-outputs to keep them in the database)",
-                      stacklevel=stacklevel)
+    """`cases` resolved again on `con`, and one warning line for each run whose cases' text
+    is in a file or folder that is gone, changed or damaged (store/cases.py)."""
+    for unreadable in create_cases_view(con):
+        warnings.warn(str(unreadable), stacklevel=stacklevel)
 
 
 class Results:
     """A results database. Methods taking `run` default to the last run started."""
 
     def __init__(self, db: str | Path | duckdb.DuckDBPyConnection):
+        arguments.database(db)
         self.con = db if isinstance(db, duckdb.DuckDBPyConnection) else store.connect(
             db, create=False)
         self._path = None if isinstance(db, duckdb.DuckDBPyConnection) else db
-        warn_changed_sources(self.con, stacklevel=3)
+        if not self.con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'runs' "
+                                "AND database_name = current_database()").fetchall():
+            raise InputError("db: the connection given holds no results database (no runs "
+                             "table): evaluate into it first")
+        warn_changed_sources(self.con, stacklevel=3)  # also resolves a connection given
         self._intervals: dict[tuple, pl.DataFrame] = {}
 
     def query(self, sql: str, params: list | dict | None = None) -> pl.DataFrame:

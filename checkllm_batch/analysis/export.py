@@ -10,13 +10,16 @@ import orjson
 import polars as pl
 
 from ..errors import InputError
+from ..store.cases import refuse_unreadable
 
 TABLES = ("runs", "assertions", "cases", "assertion_results", "test_results", "named_metrics",
           "derived_metrics", "judge_calls")
 
 
 def export_run(con: duckdb.DuckDBPyConnection, run_id: str, directory: Path) -> list[Path]:
-    """Write <table>.parquet for every table holding the run; return the paths written."""
+    """Write <table>.parquet for every table holding the run; return the paths written.
+    A run whose cases' text is gone or damaged where it was left is refused, by name."""
+    refuse_unreadable(con, run_id, f"cases: cannot export run {run_id}")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as e:

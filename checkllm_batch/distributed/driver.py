@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
+import duckdb
 import polars as pl
 
 from ..analysis.run import Run
@@ -58,7 +59,8 @@ def check_supported(plan: Plan, db) -> None:
 ENGINES = ("local", "ray")
 
 
-def evaluate_on(engine: str, suite: Suite, outputs: Any, *, db: str | Path | None = ":memory:",
+def evaluate_on(engine: str, suite: Suite, outputs: Any, *,
+                db: str | Path | duckdb.DuckDBPyConnection | None = ":memory:",
                 batch_rows: int = 100_000, config: dict[str, Any] | None = None,
                 resume: str | None = None, results: str | None = None, judge_config=None,
                 judge=None):
@@ -70,7 +72,8 @@ def evaluate_on(engine: str, suite: Suite, outputs: Any, *, db: str | Path | Non
                         config=config, resume=resume, judge_config=judge_config, judge=judge)
 
 
-def evaluate_ray(suite: Suite, outputs: Any, *, db: str | Path | None = ":memory:",
+def evaluate_ray(suite: Suite, outputs: Any, *,
+                 db: str | Path | duckdb.DuckDBPyConnection | None = ":memory:",
                  results: str | None = None, batch_rows: int = 100_000,
                  config: dict[str, Any] | None = None, num_cpus: int | None = None,
                  resume: str | None = None, judge_config: JudgeConfig | None = None,

@@ -31,7 +31,6 @@ class FrameSource(NamedTuple):
     name: str  # for messages and the run's outputs_path: "<pandas.DataFrame>"
     batches: Iterator[pa.RecordBatch]
     total: int | None  # rows, when the frame knows them without being read
-    identity: pa.Table | None  # what fingerprints its content (an in-memory table), if cheap
 
 
 @dataclass
@@ -55,7 +54,7 @@ def frame_source(frame: Any, rows: int) -> FrameSource:
     """The frame's batches of at most `rows` rows, checked; InputError for an object that is
     not a frame, naming its type and what is accepted."""
     if isinstance(frame, ReadBatches):
-        return FrameSource("<table>", rechunk(frame.reader, rows), None, None)
+        return FrameSource("<table>", rechunk(frame.reader, rows), None)
     keep = frame.batches if isinstance(frame, Keep) else None
     frame = frame.frame if isinstance(frame, Keep) else frame
     name = f"<{kind(frame)}>"
@@ -63,7 +62,7 @@ def frame_source(frame: Any, rows: int) -> FrameSource:
     if keep is not None:
         raw = _kept(raw, keep)
     batches = (checked(b, name) for b in raw)
-    return FrameSource(name, rechunk(batches, rows), total, _identity(frame))
+    return FrameSource(name, rechunk(batches, rows), total)
 
 
 def kind(frame: Any) -> str:
@@ -160,11 +159,3 @@ def _kept(batches: Iterable[pa.RecordBatch], into: list[pa.RecordBatch]
     for batch in batches:
         into.append(batch)
         yield batch
-
-
-def _identity(frame: Any) -> pa.Table | None:
-    """An in-memory table's content identifies a run to resume; a stream cannot be hashed
-    without reading it twice."""
-    if isinstance(frame, pa.Table):
-        return frame
-    return frame.to_arrow() if is_frame(frame, "polars", "DataFrame") else None

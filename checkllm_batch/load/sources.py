@@ -21,13 +21,14 @@ Outputs = str | Path | Any
 
 
 def open_outputs(suite: Suite, outputs: Outputs, rows: int, config: dict[str, Any] | None = None
-                 ) -> tuple[str, Iterator[pa.RecordBatch], int | None, str | pa.Table | None]:
-    """(the source's name, its batches, its rows if known, what identifies its content: a
-    file, a table, or nothing for a stream not read from a file named in `config`)."""
+                 ) -> tuple[str, Iterator[pa.RecordBatch], int | None, str | None]:
+    """(the source's name, its batches, its rows if known, the file that identifies its
+    content, or None for a stream not read from a file named in `config`: a stream is
+    hashed batch by batch, load/fingerprint.py)."""
     if outputs is not None and not isinstance(outputs, (str, Path)):  # a dataframe
-        name, batches, total, table = frame_source(outputs, rows)
-        return name, batches, total, table if table is not None else (config or {}).get(
-            "outputs")  # the CLI's filtered rows: their file's
+        name, batches, total = frame_source(outputs, rows)
+        return name, batches, total, (config or {}).get("outputs")  # the CLI's filtered
+        # rows: their file's
     if outputs is not None:
         source = str(outputs)
         return source, read_ahead(read_batches(source, rows)), row_count(source), source
@@ -53,7 +54,7 @@ def check_apart(outputs: Outputs, db: str | Path) -> None:
     connection to the file the run writes, in the same process: DuckDB refuses it, and may
     abort the process on the way out."""
     if not (isinstance(outputs, (str, Path)) and str(outputs).startswith("duckdb:")
-            and str(db) != ":memory:"):
+            and isinstance(db, (str, Path)) and str(db) != ":memory:"):
         return
     path = str(outputs).split(":", 2)[1]
     if Path(path).resolve() == Path(db).resolve():

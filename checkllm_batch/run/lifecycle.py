@@ -16,8 +16,10 @@ from ..errors import InputError, Interrupted
 from ..evaluate.judging.hook import JudgeHook
 from ..evaluate.plan import Plan
 from ..metrics import named
+from ..store import cases as cases_store
 from ..store import runs as store
 from ..store.across import finish_across
+from ..store.storage import storage_error
 from ..suites.model import Suite
 
 Stop = Callable[[BaseException], None]
@@ -43,17 +45,26 @@ def recorded(con: duckdb.DuckDBPyConnection, run_id: str,
     is raised, naming the run to resume) or `failed`, and the connection is closed (the
     file is free for readers and a resume). Bad input found on the way removes the rows
     stored so far: no resume can go past it (the fixed file is another file). A second
-    Ctrl-C meanwhile is ignored: it must not leave the run `running`."""
+    Ctrl-C meanwhile is ignored: it must not leave the run `running`. A full or read-only
+    disk (store/storage.py) interrupts the run, its cause recorded where the disk still
+    takes it (else the next open finds it interrupted): a StorageError says what to free."""
     try:
         yield
     except BaseException as e:
+        disk = storage_error(e, str(cases_store.database_path(con) or ":memory:"))
         with _no_sigint():
             stop(e)
-            interrupted = isinstance(e, KeyboardInterrupt)
-            store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
-                           "interrupted" if interrupted else "failed",
-                           keep=not isinstance(e, InputError))
+            interrupted = isinstance(e, KeyboardInterrupt) or disk is not None
+            try:
+                store.fail_run(con, run_id, f"{type(e).__name__}: {e}",
+                               "interrupted" if interrupted else "failed",
+                               keep=not isinstance(e, InputError))
+            except duckdb.Error:
+                if disk is None:
+                    raise
             con.close()
+        if disk is not None:
+            raise type(disk)(f"{disk}, then resume the run with --resume {run_id}") from None
         if interrupted:
             raise Interrupted(run_id) from e
         raise

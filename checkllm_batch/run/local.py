@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
+from duckdb import DuckDBPyConnection
 
 from ..analysis.run import Run
 from ..assertions import pool
@@ -22,7 +23,7 @@ from ..evaluate.judging.session import close_hook, open_hook
 from ..evaluate.plan import Plan, build_plan
 from ..judge.protocol import Judge
 from ..load.cases import CaseBuilder
-from ..load.fingerprint import fingerprint
+from ..load.fingerprint import batch_digest, fingerprint, skip_checked
 from ..load.sources import Outputs, open_outputs
 from ..load.stream import skip_rows
 from ..progress import RunProgress
@@ -35,11 +36,12 @@ from .batches import BatchEvaluator
 from .sample import SEED, JudgeSample, resumed_sample, sampled
 
 
-def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path, batch_rows: int,
+def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path | DuckDBPyConnection,
+                   batch_rows: int,
                    progress: bool = False, config: dict[str, Any] | None = None,
                    judge_config: JudgeConfig | None = None, judge: Judge | None = None,
                    resume: str | None = None, copy_outputs: bool = False,
-                   sample: tuple[Any, int] = (None, SEED)) -> Run:
+                   text_parts: bool = False, sample: tuple[Any, int] = (None, SEED)) -> Run:
     """cb.evaluate in this process (its arguments are documented there; `sample` is its
     judge_sample and judge_sample_seed)."""
     judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
@@ -55,18 +57,32 @@ def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path, batch_rows
     con = store.connect(db)
     writer = ThreadPoolExecutor(max_workers=1)
     hashed = writer.submit(_fingerprint, identity, config)
-    if resume:  # checked before the run is taken up: a refusal leaves it as it was
-        chosen = resumed_sample(con, store.run_to_resume(con, resume), chosen)
+    try:  # checked before the run is taken up: a refusal leaves it as it was
+        if resume:
+            resumed = store.run_to_resume(con, resume)
+            chosen = resumed_sample(con, resumed, chosen)
+            text_parts = cases_store.has_parts(con, resumed)  # its text kept as it began
+            if identity is None:  # a stream: its committed rows read again, and checked
+                batches = skip_checked(batches, store.committed_batches(con, resumed),
+                                       resumed)
+        if text_parts:
+            cases_store.parts_root(con)  # its folder checked before the run starts
+    except BaseException:
+        writer.shutdown(wait=True)
+        _stop_reading(reader)
+        raise
     run_id, done = lifecycle.begin(con, suite, source, config, resume, hashed.result)
-    text = _keeps_text(con, run_id, resume, copy_outputs, outputs, builder, done)
+    skip = 0 if resume and identity is None else done
+    text = _keeps_text(con, run_id, resume, (copy_outputs, text_parts), outputs, builder,
+                       done)
     hook = open_hook(plan, con, run_id, judge_config, judge=judge, progress=progress)
     evaluator.hook = sampled(hook, chosen)
     bar = RunProgress(run_id, total, progress, hook.runner, done=done)
     out = con.cursor()  # the writer's own connection: its transactions are its own
-    append = partial(store.append, out, run_id, outputs_hash=hashed.result, text=text)
+    append = partial(_append, out, run_id, hashed.result, text, identity is None)
     try:
         with lifecycle.recorded(con, run_id, partial(_stop, writer, reader, hook, out)):
-            _store_batches(evaluator, skip_rows(batches, done), done, writer, append, bar)
+            _store_batches(evaluator, skip_rows(batches, skip), done, writer, append, bar)
             lifecycle.finish(con, run_id, plan, hook)
     finally:
         bar.close()
@@ -108,13 +124,21 @@ def _store_batches(evaluator: BatchEvaluator, batches: Iterator[pa.RecordBatch],
         cases, results, tests = evaluator.evaluate(batch, first)
         if pending is not None:
             pending.result()
-        pending = writer.submit(append, cases, results, tests)
+        pending = writer.submit(append, cases, results, tests, batch)
         first += batch.num_rows
         bar.update(tests, batch.num_rows)
         del batch, cases, results, tests  # the writer's now: freed once it stores them
     writer.shutdown(wait=True)
     if pending is not None:
         pending.result()
+
+
+def _append(out, run_id: str, outputs_hash: Callable[[], str | None],
+            text: bool | cases_store.Parts, streamed: bool, cases, results, tests,
+            batch: pa.RecordBatch) -> None:
+    """One batch stored by the writer: a stream's batch with its rows' digest."""
+    digest = partial(batch_digest, [batch]) if streamed else lambda: None
+    store.append(out, run_id, cases, results, tests, outputs_hash, text=text, digest=digest)
 
 
 def _stop(writer: ThreadPoolExecutor, reader: Iterator, hook: JudgeHook, out,
@@ -133,13 +157,17 @@ def _stop_reading(reader: Iterator) -> None:
     getattr(reader, "close", lambda: None)()
 
 
-def _keeps_text(con, run_id: str, resume: str | None, copy: bool, outputs: Outputs,
-                builder: CaseBuilder, done: int) -> bool | cases_store.Parts:
-    """How the run keeps its cases' text: read from its Parquet file (False), a new run as
-    asked and as the file allows, a resumed one as it began (its file's record renewed);
-    a dataframe's written as Parquet parts beside a file database; else copied (True)."""
+def _keeps_text(con, run_id: str, resume: str | None, asked: tuple[bool, bool],
+                outputs: Outputs, builder: CaseBuilder, done: int) -> bool | cases_store.Parts:
+    """How the run keeps its cases' text (`asked`: copy_outputs, text_parts): written as
+    Parquet parts beside the database when asked; read from its Parquet file (False), a new
+    run as asked and as the file allows, a resumed one as it began (its file's record
+    renewed); else copied into the database (True), a dataframe's included."""
+    copy, in_parts = asked
+    if in_parts:
+        return cases_store.parts(con, run_id, done)
     if not isinstance(outputs, (str, Path)):
-        return copy or cases_store.parts(con, run_id, done) or True
+        return True
     if resume:
         copy = not con.execute("SELECT 1 FROM case_sources WHERE run_id = ?",
                                [run_id]).fetchall()
@@ -147,7 +175,7 @@ def _keeps_text(con, run_id: str, resume: str | None, copy: bool, outputs: Outpu
                                                  builder.vars_heads())
 
 
-def _fingerprint(identity: str | pa.Table | None, config: dict[str, Any]) -> str | None:
+def _fingerprint(identity: str | None, config: dict[str, Any]) -> str | None:
     """The outputs' content hash, with the filters that chose their rows."""
     digest = fingerprint(identity)
     return store.content_hash([digest, config.get("filters")]) if digest else None

@@ -19,8 +19,9 @@ import polars as pl
 
 from ..errors import InputError
 from ..suites.model import Suite
-from .cases import Parts, drop_parts
+from .cases import Parts, create_cases_view, drop_parts
 from .schema import migrate, pending
+from .storage import storage_error
 
 # Low-cardinality strings go to DuckDB dictionary-encoded: about twice as fast to insert.
 REPEATED = {"type", "metric", "status", "provider", "prompt", "test_id", "description",
@@ -43,25 +44,38 @@ MEMORY_LIMIT = "512MB"
 WRITE_BUFFER = 128 * 2**20
 
 
-def connect(path: str | Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(path: str | Path | duckdb.DuckDBPyConnection, *, create: bool = True
+            ) -> duckdb.DuckDBPyConnection:
     """A connection to a results database. To write (`create`): created if need be, migrated
     to the current schema, and runs left `running` by a process that is gone are marked
     interrupted. To read (not `create`): opened read-only, so readers never block each
     other nor change the file (in a process that already writes it: that connection's
-    database, read-write)."""
+    database, read-write). A DuckDB connection given is used through a cursor of its own
+    (closing it leaves the caller's open), its database written as a path's would be."""
+    if isinstance(path, duckdb.DuckDBPyConnection):
+        return _prepared(path.cursor(), "the connection given", create)
     memory = str(path) == ":memory:"
     if not create and not memory and not Path(path).exists():
         raise InputError(f"{path}: results database not found")
-    con = _open(path, read_only=not create and not memory)
-    if create or memory:
+    return _prepared(_open(path, read_only=not create and not memory), path,
+                     create or memory)
+
+
+def _prepared(con: duckdb.DuckDBPyConnection, name: str | Path, write: bool
+              ) -> duckdb.DuckDBPyConnection:
+    if write:
         # A bounded buffer: queries beyond it spill to disk (a run's written blocks are let
         # go long before it fills: see WRITE_BUFFER)
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-        migrate(con)
+        try:
+            migrate(con)
+        except duckdb.InvalidInputException as e:  # e.g. a connection opened read-only
+            raise InputError(f"{name}: cannot write to it: {str(e).splitlines()[0]}") from None
         _mark_abandoned(con)
     elif pending(con):
-        raise InputError(f"{path}: written by an older checkllm-batch; run an eval into it "
+        raise InputError(f"{name}: written by an older checkllm-batch; run an eval into it "
                          "once to upgrade it")
+    create_cases_view(con)  # each run's text found from where the database is now
     return con
 
 
@@ -80,7 +94,8 @@ def _open(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
                 f"{path}: in use by another process (PID {held[1]}): a database is written "
                 "by one process at a time, and read by many only while none writes it; wait "
                 "for that process (an eval, a notebook, a sql prompt) to finish") from None
-        raise InputError(f"{path}: cannot open: {str(e).splitlines()[0]}") from None
+        raise storage_error(e, str(path)) or InputError(
+            f"{path}: cannot open: {str(e).splitlines()[0]}") from None
 
 
 def _mark_abandoned(con: duckdb.DuckDBPyConnection) -> None:
@@ -196,6 +211,14 @@ def resume_run(con: duckdb.DuckDBPyConnection, run_id: str, suite: Suite,
     return int(committed)
 
 
+def committed_batches(con: duckdb.DuckDBPyConnection, run_id: str
+                      ) -> list[tuple[int, str | None]]:
+    """(rows, digest) of each batch of the run committed so far, in order."""
+    return [(int(rows), digest) for rows, digest in con.execute(
+        "SELECT rows, digest FROM run_batches WHERE run_id = ? ORDER BY first_case",
+        [run_id]).fetchall()]
+
+
 @contextlib.contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """All of the block's writes, or none of them."""
@@ -210,7 +233,8 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
            results: pl.DataFrame, tests: pl.DataFrame, outputs_hash: Callable[[], str | None],
-           *, text: bool | Parts = True) -> None:
+           *, text: bool | Parts = True, digest: Callable[[], str | None] = lambda: None
+           ) -> None:
     """One batch, in one transaction with its run_batches row: a batch is stored whole or
     not at all. The outputs' content hash is recorded with the first batch. The cases'
     output and vars are stored with `text`, else left to their source file (False) or
@@ -232,9 +256,10 @@ def append(con: duckdb.DuckDBPyConnection, run_id: str, cases: pl.DataFrame,
             ).to_arrow()
             con.execute(f"INSERT INTO {table} BY NAME SELECT $run AS run_id, * FROM batch",
                         {"run": run_id})
-        con.execute("INSERT INTO run_batches (run_id, batch, first_case, rows) SELECT $run, "
-                    "COUNT(*), $first, $rows FROM run_batches WHERE run_id = $run",
-                    {"run": run_id, "first": first, "rows": cases.height})
+        con.execute("INSERT INTO run_batches (run_id, batch, first_case, rows, digest) "
+                    "SELECT $run, COUNT(*), $first, $rows, $digest FROM run_batches "
+                    "WHERE run_id = $run",
+                    {"run": run_id, "first": first, "rows": cases.height, "digest": digest()})
         con.execute("UPDATE runs SET outputs_hash = $hash WHERE run_id = $run "
                     "AND outputs_hash IS NULL", {"run": run_id, "hash": outputs_hash()})
     _let_go(con)
@@ -257,11 +282,12 @@ def _let_go(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def finish_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """The run is finished: its case count recorded."""
+    """The run is finished: its case count recorded, and `cases` reads its parts."""
     con.execute("""
         UPDATE runs SET status = 'finished', finished_at = current_timestamp,
                cases = (SELECT COUNT(*) FROM case_rows WHERE run_id = $run)
         WHERE run_id = $run""", {"run": run_id})
+    create_cases_view(con)
 
 
 def fail_run(con: duckdb.DuckDBPyConnection, run_id: str, error: str,

@@ -121,6 +121,13 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
         inclusion_prob DOUBLE, sampled BOOLEAN, strata_by VARCHAR, seed BIGINT,
         drawn_at TIMESTAMP DEFAULT current_timestamp);
     """),
+    # a frame's text is stored in the database unless a run asks for parts (text_parts), and
+    # parts are found from where the database is now: the folder recorded relative to it
+    ("0013_case_parts_relative",
+     r"UPDATE case_parts SET folder = regexp_extract(folder, '[^/\\]+[/\\][^/\\]+$')"),
+    # a stream (a dataframe) is fingerprinted batch by batch as it is read: each committed
+    # batch's rows' sha256 (load/fingerprint.py), checked again by a resume
+    ("0014_batch_digests", "ALTER TABLE run_batches ADD COLUMN digest VARCHAR"),
 ]
 
 

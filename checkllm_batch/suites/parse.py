@@ -9,13 +9,14 @@ Each assertion is checked against the registry by the layer that has it, handed 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, Problem, Where
+from ..errors import ConfigError, InputError, Problem, Where
 from ..js.yaml12 import LineDict, load_yaml
 from . import schema
 from .judge import JudgeConfig
@@ -40,6 +41,10 @@ def read_suite(source: str | Path | Mapping, vocabulary: Vocabulary) -> Suite:
     read from the current folder); ConfigError lists every problem found."""
     if isinstance(source, Mapping):
         raw, file, base, files = _keyed(source), None, Path(), []
+    elif not isinstance(source, (str, os.PathLike)):
+        raise InputError(f"suite: takes a suite file path, a mapping read as a suite file "
+                         f"is, or a loaded Suite (cb.load), not {type(source).__name__} "
+                         f"{source!r}"[:200])
     else:
         path = Path(source)
         raw, file, base, files = load_yaml(path), str(path), path.parent, [path]

@@ -159,7 +159,7 @@ BAD_INPUT = [  # (args, words in the one-line message); {db} is a real database
     (["sql", "--db", "{db}", "SELECT * FROM no_such_view"], "query failed"),
     (["sql", "--db", "{db}", "SELECT FROM WHERE"], "query failed"),
     (["sql", "--db", "{db}", "SELECT CAST(output AS INTEGER) FROM cases"], "query failed"),
-    (["sql", "--db", "{text}", "--list"], "cannot open"),
+    (["sql", "--db", "{text}", "--list"], "exists and is not a DuckDB database"),
     (["report", "--db", "{db}", "-o", "{tmp}/no/such/dir/r.html"], "cannot write"),
 ]
 
@@ -175,3 +175,56 @@ def test_bad_input_is_one_line_and_exit_2(two_runs, tmp_path, args, message):
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+# compare refuses what it cannot compare, and matches vars as values (issue 40)
+
+def test_compare_refuses_runs_of_different_suites_naming_the_difference(tmp_path):
+    suite = tmp_path / "s.yaml"
+    rows = pl.DataFrame({"label": ["x", "y"], "output": ["x", "n"]})
+    db = tmp_path / "r.duckdb"
+    suite.write_text('defaultTest:\n  assert:\n    - type: equals\n      value: "{{label}}"\n')
+    run_a = cb.evaluate(suite, rows, db=db).run_id
+    suite.write_text('defaultTest:\n  assert:\n    - type: contains\n      value: "{{label}}"\n')
+    run_b = cb.evaluate(suite, rows, db=db).run_id
+    with pytest.raises(cb.InputError, match=rf"runs {run_a} \(A\) and {run_b} \(B\) ran "
+                                            "different suites .*type .equals. in A, .contains. in B"):
+        Results(db).compare(run_a, run_b)
+    result = invoke("compare", "--db", db, run_a, run_b)
+    assert result.exit_code == 2 and "ran different suites" in result.output
+    assert "Traceback" not in result.output and "%" not in result.output
+
+
+def test_compare_refuses_runs_with_no_case_in_common_and_warns_under_half(tmp_path):
+    suite = tmp_path / "s.yaml"
+    suite.write_text('defaultTest:\n  assert:\n    - type: equals\n      value: "{{label}}"\n')
+    db = tmp_path / "r.duckdb"
+    a = cb.evaluate(suite, pl.DataFrame({"label": ["x", "y", "z"], "output": ["x"] * 3}),
+                    db=db).run_id
+    b = cb.evaluate(suite, pl.DataFrame({"label": ["u", "v"], "output": ["u", "u"]}),
+                    db=db).run_id
+    c = cb.evaluate(suite, pl.DataFrame({"label": ["x", "v", "w"], "output": ["x"] * 3}),
+                    db=db).run_id
+    with pytest.raises(cb.InputError, match=f"runs {a} and {b} have no case in common"):
+        Results(db).compare(a, b)
+    result = invoke("compare", "--db", db, a, b)
+    assert result.exit_code == 2 and "no case in common" in result.output
+    with pytest.warns(UserWarning, match=f"runs {a} and {c} have 1 of 3 cases in common"):
+        assert Results(db).compare(a, c).counts()["unchanged"] == 1
+
+
+def test_a_frame_and_a_file_of_the_same_rows_match_case_for_case(tmp_path):
+    """A JSON row without a key and a frame's null are the same var; columns in another
+    order are the same vars."""
+    suite = tmp_path / "s.yaml"
+    suite.write_text('defaultTest:\n  assert:\n    - type: icontains\n      value: "{{want}}"\n')
+    rows = [{"output": "a b", "want": "a", "ctx": "ünï"}, {"output": "b", "want": "b"},
+            {"output": "", "want": "c", "n": 3}, {"output": "d", "want": None, "ctx": None}]
+    file = tmp_path / "o.jsonl"
+    file.write_text("\n".join(__import__("json").dumps(r) for r in rows), encoding="utf-8")
+    frame = pl.DataFrame(rows).select("n", "ctx", "want", "output")
+    db = tmp_path / "r.duckdb"
+    run_a = cb.evaluate(suite, str(file), db=db).run_id
+    run_b = cb.evaluate(suite, frame, db=db).run_id
+    assert Results(db).compare(run_a, run_b).counts() == {
+        "regressed": 0, "improved": 0, "unchanged": 4, "added": 0, "removed": 0}

@@ -262,3 +262,179 @@ def test_damaged_tests_files_finish_or_exit_2(data):
             text.encode()[:data.draw(st.integers(0, len(text)))]
     rows = '{"test_id": "capital", "output": "Paris"}\n{"test_id": "math", "output": "4"}\n'
     run_cli(b"tests: file://t.csv\n", ("out.jsonl", rows.encode()), {"t.csv": raw})
+
+
+# The public verbs take any argument cleanly, and a results database moved, copied or
+# damaged on disk reads each run it can (issue 40)
+
+def _odd_values():
+    import duckdb
+    import pandas as pd
+
+    frame = pd.DataFrame({"output": ["Paris", "4"]})
+    return st.sampled_from([
+        None, 5, -1, 0, 1.5, True, b"r.duckdb", "", ":memory:", "x.parquet", "x.csv",
+        "x.jsonl", "notes.txt", "folder", "r.duckdb", [1], {"tests": 5}, {}, frame,
+        frame["output"], duckdb.connect(), "2%", "200%", -0.5, float("nan")])
+
+
+def _call(verb: str, args: list) -> Any:
+    import checkllm_batch as cb
+
+    frame = __import__("pandas").DataFrame({"output": ["Paris", "4"]})
+    suite = {"tests": [{"assert": [{"type": "contains", "value": "a"}]}]}
+    calls = {
+        "score": lambda a, b: cb.score(a, b), "score_db": lambda a, b: cb.score(frame, suite, db=a),
+        "evaluate": lambda a, b: cb.evaluate(a, b),
+        "evaluate_db": lambda a, b: cb.evaluate(suite, frame, db=a, batch_rows=2),
+        "batch_rows": lambda a, b: cb.evaluate(suite, frame, batch_rows=a),
+        "judge_sample": lambda a, b: cb.evaluate(suite, frame, judge_sample=a),
+        "load": lambda a, b: cb.load(a), "get_run": lambda a, b: cb.get_run(a, b),
+        "write": lambda a, b: cb.write(cb.evaluate(suite, frame), a),
+        "Results": lambda a, b: cb.Results(a), "open_results": lambda a, b: cb.open_results(a),
+    }
+    return calls[verb](*args)
+
+
+@settings(FUZZ, max_examples=40)
+@given(st.data())
+def test_public_verbs_take_any_argument_cleanly(data):
+    """Any value for any argument: a result, or a CheckLLMError; never another exception,
+    and no file made by a call that was refused."""
+    import os
+
+    import checkllm_batch as cb
+
+    verb = data.draw(st.sampled_from(["score", "score_db", "evaluate", "evaluate_db",
+                                      "batch_rows", "judge_sample", "load", "get_run", "write",
+                                      "Results", "open_results"]))
+    args = [data.draw(_odd_values()), data.draw(_odd_values())]
+    folder = Path(tempfile.mkdtemp())
+    (folder / "notes.txt").write_text("not a database")
+    (folder / "folder").mkdir()
+    __import__("polars").DataFrame({"output": ["a"]}).write_parquet(folder / "x.parquet")
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        before = sorted(os.listdir(folder))
+        try:
+            _call(verb, args)
+        except cb.CheckLLMError:
+            assert sorted(os.listdir(folder)) == before, (verb, args)
+    finally:
+        os.chdir(cwd)
+
+
+_TEMPLATE: list[Path] = []
+
+
+def _template() -> Path:
+    """Once per process: a database with a Parquet file's run, a frame's run (text stored)
+    and a frame's run with its text in parts, and the cases each read when whole."""
+    if _TEMPLATE:
+        return _TEMPLATE[0]
+    import polars as pl
+
+    import checkllm_batch as cb
+
+    folder = Path(tempfile.mkdtemp()) / "home"
+    folder.mkdir()
+    suite = {"tests": [{"vars": {"city": "Paris"},
+                        "assert": [{"type": "contains", "value": "{{city}}"}]}]}
+    rows = pl.DataFrame({"output": ["Paris", "Pärïs ☕", "", None, "4", "x"] * 2,
+                         "note": ["a", None, "ü", "", "b", "c"] * 2})
+    rows.write_parquet(folder / "o.parquet")
+    db = folder / "r.duckdb"
+    for outputs, parts in ((str(folder / "o.parquet"), False), (rows, False), (rows, True)):
+        cb.evaluate(suite, outputs, db=db, batch_rows=5, text_parts=parts).con.close()
+    _TEMPLATE.append(folder)
+    return folder
+
+
+DAMAGE = ["move both", "move db", "copy db", "copy both", "drop folder", "drop run folder",
+          "truncate part", "garbage part", "drop part", "stray files", "drop source",
+          "rewrite source", "folder is a file"]
+
+
+@settings(FUZZ, max_examples=25)
+@given(st.data())
+def test_a_moved_copied_or_damaged_database_reads_each_run_it_can(data):
+    """Any sequence of moves, copies and damage: opening it gives warnings only, every
+    run's facts, each run's text whole or null (never another run's, never a failure), and
+    a new run goes into it."""
+    import shutil
+    import warnings
+
+    import polars as pl
+
+    import checkllm_batch as cb
+
+    home = Path(tempfile.mkdtemp()) / "home"
+    shutil.copytree(_template(), home, symlinks=False)
+    with cb.open_results(_template() / "r.duckdb") as con:
+        want = {r: con.execute("SELECT list(output ORDER BY case_id) FROM cases WHERE run_id = ?",
+                               [r]).fetchall()[0][0]
+                for (r,) in con.execute("SELECT run_id FROM runs").fetchall()}
+    db = home / "r.duckdb"
+    for step in data.draw(st.lists(st.sampled_from(DAMAGE), min_size=1, max_size=3)):
+        cases = Path(f"{db}.cases")
+        runs = sorted(cases.iterdir()) if cases.is_dir() else []
+        if step in ("move both", "move db", "copy db", "copy both"):
+            target = home / data.draw(st.sampled_from(["m.duckdb", "sub/ü n.duckdb"]))
+            if target == db or target.exists():
+                continue
+            target.parent.mkdir(exist_ok=True)
+            (shutil.copy if "copy" in step else shutil.move)(db, target)
+            if "both" in step and cases.is_dir():
+                (shutil.copytree if "copy" in step else shutil.move)(cases, f"{target}.cases")
+            db = target
+        elif step == "drop folder" and cases.exists():
+            shutil.rmtree(cases) if cases.is_dir() else cases.unlink()
+        elif step == "folder is a file" and not cases.exists():
+            cases.write_text("a file")
+        elif runs:
+            run = data.draw(st.sampled_from(runs))
+            parts = sorted(run.glob("*.parquet"))
+            if step == "drop run folder":
+                shutil.rmtree(run)
+            elif step == "stray files":
+                pl.DataFrame({"case_id": [0], "output": ["stray"]}).write_parquet(
+                    run / "notes.parquet")
+                (run / "000000000000.parquet.tmp").write_bytes(b"x")
+            elif parts:
+                part = data.draw(st.sampled_from(parts))
+                if step == "truncate part":
+                    part.write_bytes(part.read_bytes()[:30])
+                elif step == "garbage part":
+                    part.write_bytes(b"PAR1 not really")
+                elif step == "drop part":
+                    part.unlink()
+        if step == "drop source" and (home / "o.parquet").exists():
+            (home / "o.parquet").unlink()
+        elif step == "rewrite source":
+            pl.DataFrame({"output": ["other"] * 3, "note": ["n"] * 3}).write_parquet(
+                home / "o.parquet")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        results = cb.Results(db)
+        got = {r: results.query("SELECT list(output ORDER BY case_id) AS o FROM cases WHERE "
+                                "run_id = ?", [r])["o"].to_list()[0] for r in want}
+        counts = results.query("SELECT run_id, count(*) AS n FROM case_rows GROUP BY 1")
+    assert all(issubclass(w.category, UserWarning) for w in said)
+    assert dict(counts.rows()) == {r: 12 for r in want}  # every run's facts
+    named = {r for r in want if any(r in str(w.message) for w in said)}
+    for run, outputs in got.items():
+        if run not in named:
+            assert outputs == want[run], (run, outputs)  # whole where nothing was said
+        else:  # its parts that are whole, null for the rest: never other text
+            assert all(o is None or o == w for o, w in zip(outputs, want[run]))
+    results.con.close()
+    frame = pl.DataFrame({"output": ["Paris"]})
+    try:
+        run = cb.evaluate({"tests": [{"assert": [{"type": "contains", "value": "P"}]}]},
+                          frame, db=db)
+    except cb.InputError as e:  # only the parts folder's place, made a file, is refused
+        raise AssertionError(e)
+    assert run.con.execute("SELECT output FROM cases WHERE run_id = ?",
+                           [run.run_id]).fetchall() == [("Paris",)]
+    run.con.close()

@@ -111,14 +111,16 @@ def test_a_changed_or_missing_file_is_reported_by_name(tmp_path):
         cb.Results(db).con.close()  # unchanged: no warning
     source = tmp_path / "o.parquet"
     dataset().reverse().write_parquet(source)
-    with pytest.warns(UserWarning, match=rf"run {ref} reads .*o\.parquet, which is gone or has "
-                                         "changed"):
+    with pytest.warns(UserWarning, match=rf"run {ref} reads .*o\.parquet, which has changed "
+                                         "since it was scored: null for that run only"):
         cb.Results(db).con.close()
     os.remove(source)
-    with pytest.warns(UserWarning, match="gone or has changed"):
+    with pytest.warns(UserWarning, match="o.parquet, which is gone: null for that run only"):
         results = cb.Results(db)
-    with pytest.raises(cb.InputError, match="o.parquet"):
-        results.query("SELECT output FROM cases")
+    # only that run's text is lost: the copied run, and the query, read on
+    texts = results.query("SELECT run_id = ? AS ref, count(output) AS n FROM cases GROUP BY 1 "
+                          "ORDER BY 1", [ref]).rows()
+    assert texts == [(False, 7), (True, 0)]
     # the facts do not need the file
     assert results.query("SELECT sum(cases) AS n FROM pass_rates")["n"].to_list() == [16]
     assert results.run(ref).summary()["cases"].sum() == 8
@@ -140,14 +142,14 @@ def test_the_commands_say_so_in_one_line(tmp_path):
     done = run("sql", "SELECT count(*) FROM cases")
     assert done.returncode == 0
     assert done.stderr.splitlines() == [
-        f"Warning: run {ref} reads its cases' output and vars from {source}, which is gone or "
-        "has changed since: they are not the text it scored (evaluate with --copy-outputs to "
-        "keep them in the database)"]
+        f"Warning: run {ref} reads its cases' output and vars from {source}, which has changed "
+        "since it was scored: null for that run only (evaluate with --copy-outputs to keep the "
+        "text in the database)"]
     os.remove(source)
     done = run("export", "--run", ref, "-o", str(tmp_path / "out"))
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.splitlines()[-1].startswith(f"Error: cases: cannot export run {ref}: ")
-    assert list((tmp_path / "out").iterdir()) == []
+    assert not (tmp_path / "out").exists()  # refused before anything is written
 
 
 def test_write_copies_the_text_into_the_other_database(tmp_path):
@@ -179,14 +181,15 @@ def test_a_database_from_before_case_sources_keeps_its_cases(tmp_path, monkeypat
     con.close()
 
 
-# A dataframe has no file to read back: its text is written as Parquet parts beside a file
-# database, one per batch (store/cases.Parts)
+# A dataframe has no file to read back: its text is stored in the database, or, asked
+# (text_parts), written as Parquet parts beside a file database, one per batch
+# (store/cases.Parts)
 
 def frame_runs(tmp_path, frame: pl.DataFrame, batch_rows: int = 3):
-    """(run keeping its text as parts, run copying it) of the same frame, one database."""
+    """(run keeping its text as parts, run storing it) of the same frame, one database."""
     (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
     return tuple(cb.evaluate(tmp_path / "s.yaml", frame, db=tmp_path / "r.duckdb",
-                             batch_rows=batch_rows, copy_outputs=copy) for copy in (False, True))
+                             batch_rows=batch_rows, text_parts=parts) for parts in (True, False))
 
 
 @pytest.mark.parametrize("extra", [e for e, _ in SHAPES], ids=["text", "int", "bool", "float",
@@ -198,7 +201,8 @@ def test_a_frames_text_is_read_from_its_parts_as_copied(tmp_path, extra):
     assert con.execute("SELECT count(output), count(vars) FROM case_rows WHERE run_id = ?",
                        [parts.run_id]).fetchall() == [(0, 0)]
     folder = tmp_path / "r.duckdb.cases" / parts.run_id
-    assert con.execute("SELECT * FROM case_parts").fetchall() == [(parts.run_id, str(folder))]
+    assert con.execute("SELECT * FROM case_parts").fetchall() == [
+        (parts.run_id, f"r.duckdb.cases/{parts.run_id}")]  # relative to the database
     assert sorted(p.name for p in folder.iterdir()) == [
         "000000000000.parquet", "000000000003.parquet", "000000000006.parquet"]
     vars_ = con.execute("SELECT vars->>'own', vars->>'expected' FROM cases WHERE run_id "
@@ -213,6 +217,8 @@ def test_an_in_memory_database_keeps_a_frames_text(tmp_path):
         (t,) for t in TEXTS]
     assert run.con.execute("SELECT count(*) FROM case_parts").fetchall() == [(0,)]
     assert list(tmp_path.iterdir()) == [tmp_path / "s.yaml"]
+    with pytest.raises(cb.InputError, match="text_parts: an in-memory database"):
+        cb.evaluate(tmp_path / "s.yaml", dataset(), db=":memory:", text_parts=True)
 
 
 def test_a_database_named_like_a_glob_keeps_a_frames_text(tmp_path):
@@ -221,6 +227,11 @@ def test_a_database_named_like_a_glob_keeps_a_frames_text(tmp_path):
     assert run.con.execute("SELECT output FROM cases ORDER BY case_id").fetchall() == [
         (t,) for t in TEXTS]
     assert run.con.execute("SELECT count(*) FROM case_parts").fetchall() == [(0,)]
+    with pytest.raises(cb.InputError, match=r"text_parts: .*r\[1\]\.duckdb\.cases: a folder "
+                                            "named with"):
+        cb.evaluate(tmp_path / "s.yaml", dataset(), db=tmp_path / "r[1].duckdb",
+                    text_parts=True)
+    assert run.con.execute("SELECT count(*) FROM runs").fetchall() == [(1,)]  # none started
 
 
 def test_a_frame_run_stopped_between_a_part_and_its_batch_resumes_whole(tmp_path, monkeypatch):
@@ -240,14 +251,14 @@ def test_a_frame_run_stopped_between_a_part_and_its_batch_resumes_whole(tmp_path
     (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
     frame, db = dataset(), tmp_path / "r.duckdb"
     with pytest.raises(Interrupted) as stopped:
-        cb.evaluate(tmp_path / "s.yaml", frame, db=db, batch_rows=3)
+        cb.evaluate(tmp_path / "s.yaml", frame, db=db, batch_rows=3, text_parts=True)
     run_id = stopped.value.run_id
     folder = tmp_path / "r.duckdb.cases" / run_id
     assert sorted(p.name for p in folder.iterdir()) == [
         "000000000000.parquet", "000000000003.parquet"]  # the second not committed
     monkeypatch.setattr(Parts, "write", write)
     resumed = cb.evaluate(tmp_path / "s.yaml", frame, db=db, batch_rows=2, resume=run_id)
-    copied = cb.evaluate(tmp_path / "s.yaml", frame, db=db, copy_outputs=True)
+    copied = cb.evaluate(tmp_path / "s.yaml", frame, db=db)
     assert cases(resumed.con, run_id) == cases(resumed.con, copied.run_id)
     ids = pl.read_parquet(folder / "*.parquet")["case_id"].sort().to_list()
     assert ids == list(range(8))  # each case in one part
@@ -260,7 +271,7 @@ def test_bad_input_in_a_frame_removes_its_parts(tmp_path):
     (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
     db = tmp_path / "r.duckdb"
     with pytest.raises(cb.InputError, match="'nope' matches no test"):
-        cb.evaluate(tmp_path / "s.yaml", frame, db=db, batch_rows=4)
+        cb.evaluate(tmp_path / "s.yaml", frame, db=db, batch_rows=4, text_parts=True)
     assert list((tmp_path / "r.duckdb.cases").glob("**/*.parquet")) == []
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM cases").fetchall() == [(0,)]
@@ -291,3 +302,137 @@ def test_write_copies_a_frames_parts_into_the_other_database(tmp_path):
     shutil.rmtree(tmp_path / "r.duckdb.cases")
     with duckdb.connect(str(tmp_path / "archive.duckdb"), read_only=True) as con:
         assert cases(con, parts.run_id) == want
+
+
+# A results database is one thing to move, copy and archive: a frame's text is in it by
+# default; parts are found from where the database is now, and one run's lost text is that
+# run's alone (issue 40)
+
+def test_a_frames_text_is_in_the_database_by_default(tmp_path):
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    run = cb.evaluate(tmp_path / "s.yaml", dataset(), db=tmp_path / "r.duckdb", batch_rows=3)
+    want = cases(run.con, run.run_id)
+    run.con.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.duckdb", "s.yaml"]  # no folder
+    (tmp_path / "away").mkdir()
+    os.rename(tmp_path / "r.duckdb", tmp_path / "away" / "moved.duckdb")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        results = cb.Results(tmp_path / "away" / "moved.duckdb")
+    assert cases(results.con, run.run_id) == want
+    assert [t for *_, t, _, _, _ in want[:2]] == TEXTS[:2]
+
+
+def two_part_runs(tmp_path):
+    """(two runs with parts, one storing its text, their cases) in tmp_path/r.duckdb."""
+    parts, copied = frame_runs(tmp_path, dataset())
+    other = cb.evaluate(tmp_path / "s.yaml", dataset().reverse(), db=tmp_path / "r.duckdb",
+                        batch_rows=3, text_parts=True)
+    runs = (parts.run_id, other.run_id, copied.run_id)
+    want = {r: cases(other.con, r) for r in runs}
+    other.con.close()
+    return runs, want
+
+
+def test_a_database_moved_with_its_folder_reads_its_parts(tmp_path):
+    runs, want = two_part_runs(tmp_path)
+    (tmp_path / "away").mkdir()
+    os.rename(tmp_path / "r.duckdb", tmp_path / "away" / "m.duckdb")
+    os.rename(tmp_path / "r.duckdb.cases", tmp_path / "away" / "m.duckdb.cases")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        results = cb.Results(tmp_path / "away" / "m.duckdb")
+        assert {r: cases(results.con, r) for r in runs} == want
+        results.con.close()
+        store.connect(tmp_path / "away" / "m.duckdb").close()  # a writer stores it resolved
+        with duckdb.connect(str(tmp_path / "away" / "m.duckdb"), read_only=True) as con:
+            assert {r: cases(con, r) for r in runs} == want
+
+
+def test_a_copy_alone_does_not_read_the_originals_folder(tmp_path):
+    import shutil
+
+    (parts, other, copied), want = two_part_runs(tmp_path)
+    shutil.copy(tmp_path / "r.duckdb", tmp_path / "copy.duckdb")
+    with pytest.warns(UserWarning) as said:
+        results = cb.Results(tmp_path / "copy.duckdb")
+    assert sorted(str(w.message) for w in said) == sorted(
+        f"run {r} reads its cases' output and vars from {tmp_path / 'copy.duckdb.cases' / r}, "
+        "which is gone: null for that run only (keep that folder beside the database, moved "
+        "or copied with it)" for r in (parts, other))
+    assert cases(results.con, copied) == want[copied]
+    assert results.query("SELECT count(output) AS n FROM cases WHERE run_id <> ?",
+                         [copied])["n"].item() == 0
+
+
+def test_one_runs_lost_or_damaged_parts_touch_that_run_only(tmp_path):
+    """One run's folder gone, another's part truncated: each warns in one line, the others
+    read whole, the rest of the damaged run too; a new run goes into the database, and the
+    lost run can no longer be written or exported, by name."""
+    import shutil
+
+    (parts, other, copied), want = two_part_runs(tmp_path)
+    shutil.rmtree(tmp_path / "r.duckdb.cases" / parts)
+    damaged = tmp_path / "r.duckdb.cases" / other / "000000000003.parquet"
+    damaged.write_bytes(damaged.read_bytes()[:40])
+    with pytest.warns(UserWarning) as said:
+        results = cb.Results(tmp_path / "r.duckdb")
+    assert sorted(str(w.message).split(", which ")[1] for w in said) == [
+        "is gone: null for that run only (keep that folder beside the database, moved or "
+        "copied with it)",
+        "lacks or has damaged 1 of its 3 parts: null for that run only (keep that folder "
+        "beside the database, moved or copied with it)"]
+    assert cases(results.con, copied) == want[copied]
+    texts = [c[7] for c in cases(results.con, other)]
+    assert texts == [c[7] for c in want[other][:3]] + [None] * 3 + [c[7] for c in want[other][6:]]
+    assert results.failures(parts).height == results.failures(copied).height
+    assert results.report(tmp_path / "report.html", parts).exists()
+    results.con.close()
+    new = cb.evaluate(tmp_path / "s.yaml", dataset(), db=tmp_path / "r.duckdb",
+                      text_parts=True)
+    assert cases(new.con, new.run_id) == want[copied]
+    with pytest.raises(cb.InputError, match=rf"cannot write run {parts} to .*a\.duckdb: run "
+                                            rf"{parts} reads .* which is gone"):
+        cb.write(cb.Run(new.con, parts), tmp_path / "a.duckdb")
+    with pytest.warns(UserWarning):
+        results = cb.Results(new.con)
+    with pytest.raises(cb.InputError, match=rf"cannot export run {parts}: run {parts} reads"):
+        results.export(tmp_path / "out", parts)
+    assert not (tmp_path / "a.duckdb").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_file_where_the_parts_folder_goes_is_refused_before_the_run(tmp_path):
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    (tmp_path / "r.duckdb.cases").write_text("not a folder")
+    with pytest.raises(cb.InputError, match=r"r\.duckdb\.cases: exists and is not a folder"):
+        cb.evaluate(tmp_path / "s.yaml", dataset(), db=tmp_path / "r.duckdb", text_parts=True)
+    with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchall() == [(0,)]
+    run = cb.evaluate(tmp_path / "s.yaml", dataset(), db=tmp_path / "r.duckdb")  # the default
+    assert run.con.execute("SELECT count(output) FROM cases").fetchall() == [(7,)]
+
+
+def test_a_stray_file_in_a_runs_folder_is_left_alone_on_resume(tmp_path, monkeypatch):
+    from checkllm_batch.store.cases import Parts
+
+    write = Parts.write
+
+    def stop_at_second(self, cases, first):
+        if first:
+            raise KeyboardInterrupt
+        write(self, cases, first)
+
+    monkeypatch.setattr(Parts, "write", stop_at_second)
+    (tmp_path / "s.yaml").write_text(SUITE, encoding="utf-8")
+    db = tmp_path / "r.duckdb"
+    with pytest.raises(Interrupted) as stopped:
+        cb.evaluate(tmp_path / "s.yaml", dataset(), db=db, batch_rows=3, text_parts=True)
+    monkeypatch.setattr(Parts, "write", write)
+    folder = tmp_path / "r.duckdb.cases" / stopped.value.run_id
+    dataset().write_parquet(folder / "notes.parquet")
+    dataset().write_parquet(folder / "000000000007.copy.parquet")
+    resumed = cb.evaluate(tmp_path / "s.yaml", dataset(), db=db, batch_rows=3,
+                          resume=stopped.value.run_id)
+    copied = cb.evaluate(tmp_path / "s.yaml", dataset(), db=db)
+    assert cases(resumed.con, resumed.run_id) == cases(resumed.con, copied.run_id)
+    assert (folder / "notes.parquet").exists()

@@ -9,8 +9,8 @@ import click
 import polars as pl
 
 from ..analysis.compare import Gate
-from ..analysis.labels import read_label_file
 from ..analysis.database import Results
+from ..analysis.labels import read_label_file
 from ..errors import InputError
 from .support import FORMATS, emit, show, user_errors
 

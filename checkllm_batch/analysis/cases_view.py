@@ -19,28 +19,34 @@ MAX_TESTS = 300  # matrix rows embedded in the report
 TEXT_CHARS = 2000  # of each output, prompt and vars shown
 
 # A matrix row is a test with its vars (a defaultTest suite: each distinct vars); promptfoo's
-# per-prompt rendered_prompt is left out of the key so one test's prompts share a row.
+# per-prompt rendered_prompt and the label vars (a person's verdicts: labels, never vars) are
+# left out of the key, so one test's prompts and its labelled and unlabelled rows share a row.
+_KEYED = """
+    SELECT c.*, t.status, t.score, t.reason, coalesce(c.test_index, -1) AS test_index_,
+           coalesce(json_merge_patch(c.vars, $drop::JSON)::VARCHAR, '') AS row_key
+    FROM cases c JOIN test_results t USING (run_id, case_id) WHERE c.run_id = $run"""
 _CASES = f"""
 WITH c AS (
-    SELECT c.case_id, coalesce(c.test_index, -1) AS test_index, c.test_id, c.description,
-           c.provider, c.prompt, c.vars::VARCHAR AS vars,
-           coalesce(json_merge_patch(c.vars, '{{"rendered_prompt": null}}')::VARCHAR, '')
-               AS row_key,
-           left(c.output, {TEXT_CHARS}) AS output, length(c.output) AS output_chars,
-           t.status, t.score, t.reason, c.latency_ms, c.cost
-    FROM cases c JOIN test_results t USING (run_id, case_id) WHERE c.run_id = $run),
-k AS (SELECT test_index, row_key, bool_or(status <> 'pass') AS bad, min(case_id) AS first
+    SELECT case_id, test_index_ AS test_index, test_id, description, provider, prompt,
+           vars::VARCHAR AS vars, row_key, left(output, {TEXT_CHARS}) AS output,
+           length(output) AS output_chars, status, score, reason, latency_ms, cost
+    FROM ({_KEYED})),
+k AS (SELECT test_index, row_key, bool_or(status IN ('fail', 'error')) AS bad,
+             bool_or(list_contains($focus::BIGINT[], case_id)) AS focus, min(case_id) AS first
       FROM c GROUP BY ALL),
 p AS (SELECT *, row_number() OVER (ORDER BY first) - 1 AS row
-      FROM (SELECT * FROM k ORDER BY bad DESC, hash(first) LIMIT $limit))
+      FROM (SELECT * FROM k ORDER BY focus DESC, bad DESC, hash(first) LIMIT $limit))
 SELECT p.row, c.* EXCLUDE (row_key) FROM c JOIN p USING (test_index, row_key)
 ORDER BY p.row, c.case_id"""
-_TOTALS = """
-SELECT count(*) AS tests, count(*) FILTER (bad) AS bad_tests, coalesce(sum(n), 0)::BIGINT AS cases
-FROM (SELECT bool_or(t.status <> 'pass') AS bad, count(*) AS n
-      FROM cases c JOIN test_results t USING (run_id, case_id) WHERE c.run_id = $run
-      GROUP BY coalesce(c.test_index, -1),
-               coalesce(json_merge_patch(c.vars, '{"rendered_prompt": null}')::VARCHAR, ''))"""
+_TOTALS = f"""
+SELECT count(*) AS tests, count(*) FILTER (bad) AS bad_tests,
+       coalesce(sum(n), 0)::BIGINT AS cases, coalesce(sum(failed), 0)::BIGINT AS failed,
+       coalesce(sum(errors), 0)::BIGINT AS errors, coalesce(sum(skipped), 0)::BIGINT AS skipped
+FROM (SELECT bool_or(status IN ('fail', 'error')) AS bad, count(*) AS n,
+             count(*) FILTER (status = 'fail') AS failed,
+             count(*) FILTER (status = 'error') AS errors,
+             count(*) FILTER (status = 'skipped') AS skipped
+      FROM ({_KEYED}) GROUP BY test_index_, row_key)"""
 _ASSERTIONS = """
 SELECT a.case_id, a.parent_index, a.assertion_index, a.type, a.metric, a.status, a.score,
        a.reason, s.spec::VARCHAR AS spec
@@ -52,14 +58,21 @@ ORDER BY a.case_id, coalesce(a.parent_index, a.assertion_index), a.parent_index 
          a.assertion_index"""
 
 
-def cases_document(results: Results, run_id: str, limit: int = MAX_TESTS) -> dict[str, Any]:
-    cases = results.query(_CASES, {"run": run_id, "limit": limit})
-    totals = results.query(_TOTALS, {"run": run_id}).row(0, named=True)
+def cases_document(results: Results, run_id: str, limit: int = MAX_TESTS,
+                   labels: tuple[str, ...] = (), focus: list[int] | None = None
+                   ) -> dict[str, Any]:
+    """The matrix's data: at most `limit` tests, those holding a `focus` case first (the
+    cases other sections link to), then those with a failure or error, then a seeded
+    sample; `labels` name the vars that are a person's labels (not part of a test)."""
+    drop = orjson.dumps(dict.fromkeys(("rendered_prompt", *labels))).decode()
+    params = {"run": run_id, "drop": drop}
+    cases = results.query(_CASES, {**params, "limit": limit, "focus": focus or []})
+    totals = results.query(_TOTALS, params).row(0, named=True)
     asserts = results.query(_ASSERTIONS, {"run": run_id, "ids": cases["case_id"].to_list()})
     columns = _columns(cases)
     return {
         "run": run_id, "totals": totals, "shown": cases["row"].n_unique() if cases.height else 0,
-        "columns": columns, "rows": _rows(cases), "cells": _cells(cases, asserts, columns),
+        "columns": columns, "rows": _rows(cases, labels), "labels": list(labels), "cells": _cells(cases, asserts, columns),
         "types": sorted(set(asserts["type"].drop_nulls())),
         "metrics": sorted(set(asserts["metric"].drop_nulls())),
     }
@@ -77,11 +90,11 @@ def _columns(cases: pl.DataFrame) -> list[str]:
     return [_label(p, q, prompts) for p, q in pairs.iter_rows()]
 
 
-def _rows(cases: pl.DataFrame) -> list[dict[str, Any]]:
-    """One per matrix row: its test's name and the vars of its first case."""
+def _rows(cases: pl.DataFrame, labels: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One per matrix row: its test's name and the vars of its first case (labels apart)."""
     first = cases.unique("row", keep="first", maintain_order=True)
     return [{"test": r["test_id"] or r["description"] or f"case {r['case_id']}",
-             "vars": _short(_without_prompt(r["vars"]))}
+             "vars": _short(_without(r["vars"], ("rendered_prompt", *labels)))}
             for r in first.iter_rows(named=True)]  # rendering: at most MAX_TESTS rows
 
 
@@ -126,12 +139,14 @@ def _rendered_prompt(prompt: str | None, vars_: dict[str, Any]) -> str | None:
     return template.render(prompt, vars_) if prompt and template.is_template(prompt) else None
 
 
-def _without_prompt(text: str | None) -> str | None:
+def _without(text: str | None, names: tuple[str, ...]) -> str | None:
+    """Vars (JSON text) without the `names` (the rendered prompt, labels)."""
     if not text:
         return text
     vars_ = orjson.loads(text)
-    return orjson.dumps({k: v for k, v in vars_.items() if k != "rendered_prompt"}).decode() \
-        if isinstance(vars_, dict) and "rendered_prompt" in vars_ else text
+    if not isinstance(vars_, dict) or not set(names) & set(vars_):
+        return text
+    return orjson.dumps({k: v for k, v in vars_.items() if k not in names}).decode()
 
 
 def _short(text: str | None) -> str | None:

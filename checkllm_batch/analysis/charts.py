@@ -76,6 +76,24 @@ def bars(items: Sequence[tuple[str, float | None]], *, title: str = "",
     return Svg("".join(parts))
 
 
+def rate_bar(rate: float | None, low: float | None, high: float | None, *,
+             width: int = 110, height: int = 14) -> Svg:
+    """A rate in [0, 1] as a small bar on a 0-100 % track with its 95 % interval as an error
+    bar, for a table cell; an empty track when there is no rate."""
+    def x(v: float) -> float:
+        return 1 + (width - 2) * min(max(v, 0.0), 1.0)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="rate-bar" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" aria-hidden="true">'
+             f'<rect x="1" y="3" width="{width - 2}" height="{height - 6}" fill="#eef0f3"/>']
+    if rate is not None:
+        parts.append(f'<rect class="bar" x="1" y="3" width="{x(rate) - 1:.1f}" '
+                     f'height="{height - 6}" fill="{PALETTE[0]}"/>')
+    if low is not None and high is not None:
+        parts.append(_error_bar(x(low), x(high), height / 2))
+    parts.append("</svg>")
+    return Svg("".join(parts))
+
+
 def _short(label: str, chars: int = 24) -> str:
     return label if len(label) <= chars else label[:chars - 1] + "…"
 

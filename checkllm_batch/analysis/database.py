@@ -345,14 +345,17 @@ class Results:
         return export_run(self.con, self.run_id(run), Path(directory))
 
     def report(self, path: str | Path, run: str | None = None,
-               against: str | None = None, label: str | None = None) -> Path:
+               against: str | None = None, label: str | None = None,
+               by: str | list[str] | tuple[str, ...] = ()) -> Path:
         """Write a self-contained HTML report of the run; with `against` (an earlier run),
         a section saying which pass rates and metrics changed significantly; with `label`
         (the var holding a person's verdicts), the judge's agreement with them and the
-        cases where they disagree."""
+        cases where they disagree; `by` names vars whose values are slices of "where it
+        fails"."""
         from .report import write_report
 
-        return write_report(self, self.run_id(run), Path(path), against, label)
+        return write_report(self, self.run_id(run), Path(path), against, label,
+                            (by,) if isinstance(by, str) else tuple(by))
 
     def _repr_html_(self) -> str:
         """Jupyter shows a database as its last finished run's pass rates per provider."""

@@ -1,10 +1,48 @@
-// The report's tests x providers matrix: filters, search, and a panel with each case.
-// Reads the JSON in <script id="cases-data">; builds the DOM with textContent only (outputs
-// are never parsed as HTML); makes no request.
+// The report's interactive parts: the tests x providers matrix (drawn on demand: its data is
+// parsed only when asked for) with filters, search and a panel with each case; links from
+// other sections to a case's cell; the comparison's "show every row" toggle; the
+// disagreements' juror and direction filters. Reads the JSON in <script id="cases-data">;
+// builds the DOM with textContent only (outputs are never parsed as HTML); makes no request.
 "use strict";
 (function () {
-  const data = JSON.parse(document.getElementById("cases-data").textContent);
   const $ = (id) => document.getElementById(id);
+
+  const toggle = $("show-all-changes");
+  if (toggle) toggle.addEventListener("change", () => {
+    document.querySelectorAll("#changes-table tr.unchanged").forEach((tr) => { tr.hidden = !toggle.checked; });
+  });
+
+  function filterDisagreements() {
+    const juror = $("f-juror").value, direction = $("f-direction").value;
+    let shown = 0;
+    const rows = document.querySelectorAll("#disagreements tbody tr");
+    rows.forEach((tr) => {
+      tr.hidden = (juror && tr.dataset.juror !== juror) || (direction && tr.dataset.direction !== direction);
+      if (!tr.hidden) shown += 1;
+    });
+    $("disagreement-count").textContent = `${shown} of ${rows.length} shown`;
+  }
+  if ($("f-juror")) {
+    ["f-juror", "f-direction"].forEach((id) => $(id).addEventListener("change", filterDisagreements));
+    filterDisagreements();
+  }
+
+  let matrix = null;
+  function showMatrix() {
+    if (!matrix) matrix = makeMatrix();
+    $("matrix-area").hidden = false;
+    $("show-matrix").hidden = true;
+    return matrix;
+  }
+  $("show-matrix").addEventListener("click", () => showMatrix());
+  document.querySelectorAll("button.case-link").forEach((b) => b.addEventListener("click", () => {
+    showMatrix().focus(Number(b.dataset.case));
+  }));
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape") $("panel").hidden = true; });
+  $("panel-close").addEventListener("click", () => { $("panel").hidden = true; });
+
+  function makeMatrix() {
+  const data = JSON.parse(document.getElementById("cases-data").textContent);
   const PAGE = 100;
   let limit = PAGE;
   const el = (tag, cls, text) => {
@@ -58,7 +96,7 @@
       if (f.text && !searchable[r].includes(f.text)) return;
       const cells = cols.flatMap((c) => grid[r][c]);
       const matching = cells.filter((cell) => cellMatches(cell, f));
-      if (matching.length) rows.push({ r, bad: cells.filter((c) => c.status !== "pass").length });
+      if (matching.length) rows.push({ r, bad: cells.filter((c) => c.status === "fail" || c.status === "error").length });
     });
     if (f.order === "failing") rows.sort((a, b) => b.bad - a.bad || a.r - b.r);
     return { rows, cols };
@@ -91,6 +129,7 @@
     const body = el("tbody");
     rows.slice(0, limit).forEach(({ r }) => {
       const tr = el("tr");
+      tr.dataset.row = r;
       tr.appendChild(el("td", "test", data.rows[r].test));
       tr.appendChild(el("td", "vars", data.rows[r].vars || ""));
       cols.forEach((c) => {
@@ -150,7 +189,23 @@
     $(id).addEventListener("change", () => { limit = PAGE; render(); }));
   $("f-search").addEventListener("input", () => { limit = PAGE; render(); });
   $("more").addEventListener("click", () => { limit += PAGE; render(); });
-  $("panel-close").addEventListener("click", () => { $("panel").hidden = true; });
-  document.addEventListener("keydown", (e) => { if (e.key === "Escape") $("panel").hidden = true; });
   render();
+
+  // A case named by another section: every filter cleared, its row drawn, marked and
+  // scrolled to, its cell opened.
+  function focus(caseId) {
+    const cell = data.cells.find((c) => c.case === caseId);
+    if (!cell) return;
+    ["f-status", "f-provider", "f-type", "f-metric"].forEach((id) => { $(id).value = ""; });
+    $("f-search").value = "";
+    const at = visibleRows(filters()).rows.findIndex((x) => x.r === cell.row);
+    limit = Math.max(PAGE, Math.ceil((at + 1) / PAGE) * PAGE);
+    render();
+    const tr = document.querySelector(`#matrix tr[data-row="${cell.row}"]`);
+    document.querySelectorAll("#matrix tr.focus").forEach((x) => x.classList.remove("focus"));
+    if (tr) { tr.classList.add("focus"); tr.scrollIntoView({ block: "center" }); }
+    openCell(cell);
+  }
+  return { focus };
+  }
 })();

@@ -19,6 +19,38 @@ def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f} %"
 
 
+def number(value: float | int | None) -> str:
+    """A figure for people: integers with thousands separators, floats to three significant
+    digits without an exponent or trailing zeros (0.714, 12.3, 0.05, 1,234, 0.000254); None and NaN as "n/a"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, int) or float(value).is_integer() and abs(value) >= 1:
+        return f"{int(value):,}"
+    if math.isinf(value) or value == 0:
+        return str(value) if math.isinf(value) else "0"
+    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def rate_text(rate: float | None, low: float | None = None, high: float | None = None,
+              errors: int | None = None) -> str:
+    """A pass rate with its interval, "73.3 % [64.8, 80.4]"; a rate with no verdict (every
+    case errored or skipped: the views' NULL) is "no verdicts (N errors)", never 0 %."""
+    if rate is None or (isinstance(rate, float) and math.isnan(rate)):
+        return f"no verdicts ({errors or 0:,} errors)" if errors is not None else "no verdicts"
+    bounds = interval(low, high)
+    return percent(rate) + (f" {bounds}" if bounds else "")
+
+
+def value_text(value: float | None, low: float | None = None,
+               high: float | None = None) -> str:
+    """A metric's value with its interval, "0.908 [0.854, 0.955]"."""
+    if low is None or high is None:
+        return number(value)
+    return f"{number(value)} [{number(low)}, {number(high)}]"
+
+
 def points(value: float | None, sign: bool = True) -> str:
     if value is None or math.isnan(value):
         return "n/a"

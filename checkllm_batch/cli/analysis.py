@@ -138,14 +138,17 @@ def export_command(db: str, run_id: str | None, directory: str) -> None:
 @click.option("--label", metavar="VAR", help="Add a section setting the judge against a "
               "person's labels in the var VAR: agreement, kappa, and the cases where they "
               "disagree.")
+@click.option("--by", "by_vars", metavar="VAR", multiple=True, help="A var whose values are "
+              "slices in 'where it fails' (repeat for several).")
 @user_errors
 def report_command(db: str, run_id: str | None, path: str, against: str | None,
-                   label: str | None) -> None:
-    """Write a self-contained HTML report of a run: summary with 95 % intervals, charts per
-    provider and metric with error bars, judge cost, and a tests x providers matrix with
-    filters, search and each case's output, rendered prompt, vars and reasons. No network
-    needed to view it."""
-    written = Results(db).report(path, run_id, against, label)
+                   label: str | None, by_vars: tuple[str, ...]) -> None:
+    """Write a self-contained HTML report of a run, first screen first: pass rates with
+    their 95 % intervals and counts (errors and skipped apart) and metrics per provider x
+    prompt; what changed (--against); where it fails (the lowest slices, the common
+    reasons, then a tests x providers matrix with filters, search and each case); why the
+    judge disagrees (--label); charts and judge cost. No network needed to view it."""
+    written = Results(db).report(path, run_id, against, label, by_vars)
     click.echo(f"report: {written}")
 
 

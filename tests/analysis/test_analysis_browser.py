@@ -7,25 +7,13 @@ which installs Chromium), so CI can never pass by skipping it."""
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import duckdb
 import pytest
+from fixtures.browser import page_of, require_browser
 
 from checkllm_batch.analysis import Results
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-quic"]
-
-if not os.environ.get("CHECKLLM_REQUIRE_BROWSER"):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("chromium is not installed (apt-get install -y chromium)",
-                    allow_module_level=True)
-    pytest.importorskip("playwright.sync_api")
-
-from playwright.sync_api import sync_playwright  # noqa: E402  (after the skip check)
+require_browser()
 
 
 def _rows(page) -> list[str]:
@@ -34,6 +22,7 @@ def _rows(page) -> list[str]:
 
 def _drive(page) -> dict:
     """Use the matrix as a person would; what each step showed."""
+    page.click("#show-matrix")  # drawn on demand
     seen = {"all": _rows(page), "columns": page.locator("#matrix thead th").all_inner_texts()}
     page.select_option("#f-status", "fail")
     seen["fail"] = _rows(page)
@@ -73,25 +62,15 @@ def rendered(two_runs, tmp_path_factory):
                 "AND case_id = 1", [run_a])  # outputs.jsonl: the text is stored
     con.close()
     path = Results(db).report(directory / "report.html", run_a)
-    problems, requests = [], []
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(directory / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
-            viewport={"width": 1200, "height": 900})
-        page = context.new_page()
-        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: problems.append(str(e)))
-        page.on("request", lambda r: requests.append(r.url))
-        page.goto(path.as_uri())
-        page.wait_for_load_state("load")
+    with page_of(path, directory / "profile") as (page, problems, requests):
         charts = page.locator("figure.chart svg").count()
         bars = {name: [page.locator(f'figure[data-chart="{name}"] rect.bar').nth(i).bounding_box()
                        for i in range(page.locator(f'figure[data-chart="{name}"] rect.bar').count())]
                 for name in ("pass-rate", "metric", "type", "scores")}
         text = page.inner_text("body")
         matrix = _drive(page)
+        matrix["count"] = page.inner_text("#matrix-count")
         page.screenshot(path=str(directory / "report.png"), full_page=True)
-        context.close()
     return {"problems": problems, "requests": requests, "charts": charts, "bars": bars,
             "text": text, "matrix": matrix}
 
@@ -116,9 +95,9 @@ def test_pass_rate_bars_are_to_scale(rendered):
     assert widths[2] / widths[1] == pytest.approx(4 / 6, abs=0.01)
 
 
-@pytest.mark.parametrize("words", ["Summary", "Metrics per provider", "Cases: tests × providers",
-                                   "Judge cost", "Test pass rate per provider",
-                                   "6 of 6 tests match"])
+@pytest.mark.parametrize("words", ["How it went", "Metrics", "Where it fails",
+                                   "Cases: tests × providers", "Judge cost",
+                                   "Test pass rate per provider"])
 def test_sections_are_visible(rendered, words):
     assert words in rendered["text"]
 
@@ -139,6 +118,10 @@ MATRIX = [  # (step, test rows shown)
 @pytest.mark.parametrize("step, rows", MATRIX)
 def test_matrix_filters_and_search(rendered, step, rows):
     assert rendered["matrix"][step] == rows
+
+
+def test_matrix_counts_its_tests(rendered):
+    assert rendered["matrix"]["count"].startswith("2 of 6 tests match")  # t4, t5: local, fail
 
 
 def test_matrix_has_a_column_per_provider_and_cells_per_case(rendered):

@@ -521,12 +521,15 @@ def test_report_draws_error_bars_and_a_comparison_section(noise_and_drop, tmp_pa
     low, high = proportion_confint(303, 400, method="wilson")
     assert f"openai:gpt-4o-mini: 75.8% [{100 * low:.1f}%, {100 * high:.1f}%]" in html
     assert html.count('class="error-bar"') >= 1
-    assert "<th>pass_rate_low</th>" in html and "<th>mean_score_low</th>" in html
-    assert f"Compared with run {a}" in html
-    assert '<li class="significant">openai:gpt-4o-mini 85.0 % → 75.8 %' in html
+    # the first screen: the rate with its interval as people read it, the mean score's too
+    assert f"<td class=\"num rate\">75.8 % [{100 * low:.1f}, {100 * high:.1f}]</td>" in html
+    assert "<th>mean score</th>" in html
+    assert f"What changed since run {a}" in html
+    assert ('<tr class="significant"><td>openai:gpt-4o-mini</td><td>pass rate</td>'
+            '<td class="num">85.0 % → 75.8 %</td>') in html
     plain = tmp_path / "plain.html"
     assert invoke("report", "--db", db, "-o", plain).exit_code == 0
-    assert "Compared with run" not in plain.read_text(encoding="utf-8")
+    assert "What changed" not in plain.read_text(encoding="utf-8")
 
 
 def test_compare_a_provider_found_in_one_run_only(tmp_path):

@@ -118,7 +118,8 @@ def test_report_writes_a_self_contained_html_file(two_runs, tmp_path):
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert html.count('<figure class="chart"') >= 1 + 7 + 1 + 2  # pass rate, metrics, types, scores
     # by hand: gpt-bad fails t2, t3, t5; local fails t4, t5 (null output)
-    assert "4 of 6 tests have a failed or errored case (18 cases)" in html
+    assert ("4 of 6 tests have a failed or errored case (18 cases: 5 failed, 0 errors, "
+            "0 skipped)") in html
     assert "output is null" in html  # a reason, in the matrix's data
     assert "no judge calls recorded" in html
 

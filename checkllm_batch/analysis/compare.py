@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..errors import InputError
+from .export import json_rows
 from .significance import bootstrap_tests, metric_differences, pass_rate_table, replicates_needed
 from .stats import REPLICATES, SEED
 
@@ -224,5 +225,5 @@ def document(comparison: Comparison, gate: Gate) -> dict:
             "metrics": comparison.metrics.filter(pl.col("metric") != "pass_rate"),
             "gate": {"rule": gate.rule, "alpha": gate.alpha, "min_effect": gate.min_effect,
                      "failed": gate.failed, "reason": gate.reason},
-            "regressed": comparison.regressed.select(keys),
-            "improved": comparison.improved.select(keys)}
+            "regressed": json_rows(comparison.regressed.select(keys)),
+            "improved": json_rows(comparison.improved.select(keys))}

@@ -49,7 +49,8 @@ def export_run(con: duckdb.DuckDBPyConnection, run_id: str, directory: Path) -> 
 RESULT_FORMATS = {".json": "json", ".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet",
                   ".html": "html"}
 _CASES = """
-    SELECT c.case_id, c.test_id, c.description, c.provider, c.prompt, c.vars, c.output,
+    SELECT c.case_id, c.test_id, c.description, c.provider, c.prompt,
+           json(c.vars)::VARCHAR AS vars, c.output,
            c.status, c.pass, c.score, c.reason, c.latency_ms, c.cost,
            list({type: a.type, metric: a.metric, status: a.status, score: a.score,
                  reason: a.reason} ORDER BY a.assertion_index)
@@ -57,6 +58,17 @@ _CASES = """
     FROM case_results c LEFT JOIN assertion_results a
       ON a.run_id = c.run_id AND a.case_id = c.case_id AND a.parent_index IS NULL
     WHERE c.run_id = ? GROUP BY ALL ORDER BY c.case_id"""
+
+
+def json_rows(frame: pl.DataFrame, columns: tuple[str, ...] = ("vars",)) -> list[dict]:
+    """A frame's rows for a JSON document, the JSON text of `columns` (vars) embedded as
+    the objects they are, never as strings of JSON."""
+    rows = frame.to_dicts()
+    for row in rows:  # serialising: orjson embeds each fragment as it is, unparsed
+        for name in columns:
+            if isinstance(row.get(name), str):
+                row[name] = orjson.Fragment(row[name])
+    return rows
 
 
 def results_format(path: Path) -> str:
@@ -75,17 +87,20 @@ def results_format(path: Path) -> str:
 
 def write_results(results, run_id: str, path: Path) -> Path:
     """`eval -o FILE`, as promptfoo's: one row per case with its verdict and its
-    assertions' results, in the format the extension names (.html: the report)."""
+    assertions' results, in the format the extension names (.html: the report). `vars`
+    is an object in JSON and JSON Lines, its compact JSON text in a CSV cell; numbers keep
+    their full precision."""
     fmt = results_format(path)
     if fmt == "html":
         return results.report(path, run_id)
     frame = results.query(_CASES, [run_id])
     try:
         if fmt == "json":
-            path.write_bytes(orjson.dumps({"run_id": run_id, "results": frame.to_dicts()},
+            path.write_bytes(orjson.dumps({"run_id": run_id, "results": json_rows(frame)},
                                           option=orjson.OPT_INDENT_2, default=str))
         elif fmt == "jsonl":
-            frame.write_ndjson(path)
+            path.write_bytes(b"".join(orjson.dumps(row, default=str) + b"\n"
+                                      for row in json_rows(frame)))
         elif fmt == "csv":
             frame.with_columns(pl.col("assertions").list.eval(
                 pl.element().struct.json_encode()).list.join("\n")).write_csv(path)

@@ -91,11 +91,14 @@ def render(results: Results, run_id: str, against: str | None = None,
     db = results.con.sql("SELECT path FROM duckdb_databases() "
                          "WHERE database_name = current_database()").fetchall()[0][0] or ":memory:"
     rates, metrics = results.pass_rates(run_id), results.metrics(run_id)
-    comparison = results.compare(against, run_id) if against is not None else None
-    flipped = flips(comparison) if comparison is not None else None
     common = reasons(results, run_id)
-    focus = [*(flipped["case_b"].to_list() if flipped is not None else []),
-             *common["example"].to_list()]
+    focus = common["example"].to_list()
+    changes = ""
+    if against is not None:
+        comparison = results.compare(against, run_id)
+        flipped = flips(comparison)
+        changes = changes_section(comparison, flipped)
+        focus += flipped["case_b"].to_list()
     labels = (label,) if label is not None else ()
     if label is not None:
         agreement = labels_section(results, run_id, label)
@@ -104,7 +107,7 @@ def render(results: Results, run_id: str, against: str | None = None,
     sections = [
         f"<h1>checkllm-batch report — run {escape(run_id)}</h1>", headline(results, run_id),
         summary_section(rates, metrics),
-        changes_section(comparison, flipped) if comparison is not None else "",
+        changes,
         failing_section(slices(results, run_id, by_vars), common),
         f'<h3 id="cases">Cases: tests × providers</h3>{_matrix(cases, db)}',
         agreement if label is not None else "",

@@ -86,7 +86,7 @@ def changes_section(comparison: Comparison, flipped: pl.DataFrame) -> str:
             '<label class="toggle"><input type="checkbox" id="show-all-changes"> show every '
             "row, changed or not</label>"
             + html_table(head, rows, "changes", ' id="changes-table"')
-            + (f'<p class="note" id="no-change">no pass rate or metric changed significantly'
+            + ('<p class="note" id="no-change">no pass rate or metric changed significantly'
                "</p>" if not significant else "")
             + f"<h3>Cases that flipped: {number(total_flips)}"
             + (f" (the first {MAX_FLIPS})" if total_flips > MAX_FLIPS else "") + "</h3>"

@@ -13,7 +13,7 @@ from .report_html import html_table, td
 from .wording import number, rate_text
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
 
 MAX_SLICES, MAX_REASONS, REASON_CHARS = 12, 10, 240
 

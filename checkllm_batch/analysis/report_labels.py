@@ -17,7 +17,7 @@ from .report_html import frame_table, html_table, td
 from .wording import number, percent, value_text
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
 
 PER_GROUP = 100  # disagreements shown per juror x direction
 TEXT_CHARS = 600

@@ -14,7 +14,7 @@ from .report_html import group_name, html_table, prompt_cell, td
 from .wording import number, rate_text, value_text
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .database import Results
 
 MAX_METRIC_COLUMNS = 6  # provider x prompt columns of the metrics table; more: one row each
 

@@ -50,12 +50,31 @@ def user_errors(fn):
     return wrapped
 
 
+FLOATS = ("DOUBLE", "FLOAT", "REAL")
+
+
+def for_people(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """`relation` with its floating-point columns rounded for reading: four significant
+    digits, whole numbers from 1,000 up (0.7142857142857143 -> 0.7143); JSON and CSV
+    output never goes through it."""
+    def rounded(name: str, type_: object) -> str:
+        col = '"' + name.replace('"', '""') + '"'
+        if str(type_) not in FLOATS:
+            return col
+        return (f"CASE WHEN {col} = 0 OR NOT isfinite({col}) THEN {col} ELSE round({col}, "
+                f"greatest(0, 3 - floor(log10(abs({col}))))::INTEGER) END AS {col}")
+    if not any(str(t) in FLOATS for t in relation.types):
+        return relation
+    return relation.project(", ".join(rounded(n, t) for n, t in
+                                      zip(relation.columns, relation.types)))
+
+
 def show(query: str = "SELECT * FROM frame", max_rows: int = 50, **frames: pl.DataFrame) -> None:
-    """Print `query` over the given frames as a DuckDB table."""
+    """Print `query` over the given frames as a DuckDB table, floats rounded for people."""
     local = duckdb.connect()
     for name, frame in frames.items():
         local.register(name, frame.to_arrow())
-    local.sql(query).show(max_rows=max_rows, max_width=200)
+    for_people(local.sql(query)).show(max_rows=max_rows, max_width=200)
 
 
 FORMATS = ("table", "json", "csv")
@@ -76,11 +95,11 @@ def emit(document: dict, fmt: str, table: pl.DataFrame) -> None:
 
 
 def show_relation(relation: duckdb.DuckDBPyRelation, max_rows: int, max_width: int) -> None:
-    """Print a query's table; when rows or columns were cut, say so on stderr and how to
+    """Print a query's table, floats rounded for people; when rows or columns were cut, say so on stderr and how to
     see the rest."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        relation.show(max_rows=max_rows or 2**62, max_width=max_width or 2**31)
+        for_people(relation).show(max_rows=max_rows or 2**62, max_width=max_width or 2**31)
     text = out.getvalue()
     click.echo(text, nl=False)
     footer = " ".join(text.rsplit("┘", 1)[-1].split())  # may wrap over two lines

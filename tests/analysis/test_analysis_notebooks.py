@@ -30,3 +30,13 @@ def test_notebook_runs_without_errors(name, charts, text):
     shown = "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
                     for o in outputs)
     assert text in shown
+
+
+def test_the_notebooks_extra_installs_a_kernel_and_pandas():
+    import tomllib
+
+    root = NOTEBOOKS.parent
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["notebooks"]
+    assert {d.split(">")[0] for d in extra} >= {"ipykernel", "pandas"}
+    assert "pip install 'checkllm-batch[notebooks]'" in (root / "README.md").read_text()

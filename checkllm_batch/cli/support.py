@@ -1,11 +1,18 @@
-"""What every CLI command shares: exit codes, one-line user errors, printing a frame."""
+"""What every CLI command shares: exit codes, one-line user errors, printing a frame.
+
+Exit codes: 0 every test passed, 1 some failed (or a gate failed), 2 bad input or settings,
+3 an unexpected error (a bug: one line naming the log file that holds its traceback), 130
+interrupted. Which exception means which code is EXIT_CODES, one table."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
 import io
+import os
 import re
+import tempfile
+import traceback
 import unicodedata
 
 import click
@@ -15,11 +22,19 @@ import polars as pl
 
 from ..errors import CheckLLMError, Interrupted
 
-EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_FAILED, EXIT_USAGE, EXIT_CRASH, EXIT_INTERRUPTED = 1, 2, 3, 130
+
+# the library's exceptions a user can act on, and their exit code (the first class of an
+# error's MRO found here); any other exception is unexpected: EXIT_CRASH
+EXIT_CODES: dict[type[BaseException], int] = {CheckLLMError: EXIT_USAGE}
 
 
 class UserError(click.ClickException):
     exit_code = EXIT_USAGE
+
+
+def exit_code(error: BaseException) -> int:
+    return next((EXIT_CODES[c] for c in type(error).__mro__ if c in EXIT_CODES), EXIT_CRASH)
 
 
 def printable(text: str) -> str:
@@ -30,14 +45,20 @@ def printable(text: str) -> str:
 
 
 def user_errors(fn):
-    """Turn the library's errors into one clean line and exit code 2 (no traceback)."""
+    """Turn the library's errors into one clean line and their exit code (no traceback); an
+    unexpected error into one line naming the log file of its traceback, exit 3."""
 
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except CheckLLMError as e:
-            raise UserError(printable(str(e))) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):  # click's own
+            raise
+        except Exception as e:
+            code = exit_code(e)
+            click.echo(f"Error: {crash_line(e) if code == EXIT_CRASH else printable(str(e))}",
+                       err=True)
+            raise SystemExit(code) from None
         except Interrupted as e:  # Ctrl-C in a run: say how to take it up again
             click.echo(f"interrupted: run {e.run_id} is recorded as interrupted; resume it "
                        f"with the same command and --resume {e.run_id} (judge answers already "
@@ -48,6 +69,16 @@ def user_errors(fn):
             raise SystemExit(EXIT_INTERRUPTED) from None
 
     return wrapped
+
+
+def crash_line(error: Exception) -> str:
+    """The traceback written to a log file; one line for the person: what broke, where."""
+    fd, path = tempfile.mkstemp(prefix="checkllm-batch-error-", suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as log:
+        traceback.print_exception(error, file=log)
+    text = printable(str(error)).splitlines()[0][:200] if str(error) else ""
+    return (f"unexpected error ({type(error).__name__}{': ' + text if text else ''}); "
+            f"this is a bug: the traceback is in {path}")
 
 
 FLOATS = ("DOUBLE", "FLOAT", "REAL")

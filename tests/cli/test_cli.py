@@ -177,3 +177,47 @@ def test_console_script_prints_no_traceback(tmp_path):
 def test_every_command_has_help(command):
     result = invoke(command, "--help")
     assert result.exit_code == 0 and len(result.output.splitlines()) > 4
+
+
+def failing_evaluator(monkeypatch) -> None:
+    """A bug in the middle of a run: the evaluation of a batch raises."""
+    from checkllm_batch.run.batches import BatchEvaluator
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("boom ünï")
+
+    monkeypatch.setattr(BatchEvaluator, "evaluate", broken)
+
+
+@pytest.mark.parametrize("rows,break_it,code", [
+    (ROWS[:2], False, 0),  # every test passes
+    (ROWS, False, 1),  # a test fails
+    ([{"test_id": "nope", "output": "x"}], False, 2),  # bad input
+    (ROWS, True, 3),  # a bug: never 1, which reads as failing tests
+])
+def test_exit_codes_tell_a_crash_from_a_failing_test(tmp_path, monkeypatch, rows, break_it,
+                                                     code):
+    if break_it:
+        failing_evaluator(monkeypatch)
+    result = invoke("eval", write_suite(tmp_path, SUITE), "--outputs",
+                    outputs_file(tmp_path, "jsonl", rows), "--db", tmp_path / "r.duckdb")
+    assert result.exit_code == code, result.output
+
+
+def test_an_unexpected_error_is_one_line_naming_the_log_of_its_traceback(tmp_path,
+                                                                        monkeypatch):
+    failing_evaluator(monkeypatch)
+    db = tmp_path / "r.duckdb"
+    result = invoke("eval", write_suite(tmp_path, SUITE), "--outputs",
+                    outputs_file(tmp_path, "jsonl"), "--db", db)
+    assert result.exit_code == 3
+    [line] = result.stderr.splitlines()
+    assert line.startswith("Error: unexpected error (RuntimeError: boom ünï)"), line
+    log = Path(line.rsplit("the traceback is in ", 1)[1])
+    trace = log.read_text(encoding="utf-8")
+    assert trace.startswith("Traceback") and "RuntimeError: boom ünï" in trace
+    log.unlink()
+    with duckdb.connect(str(db)) as con:  # the run records the real cause
+        assert con.sql("SELECT status, error FROM runs").fetchall() == [
+            ("failed", "RuntimeError: boom ünï")]
+

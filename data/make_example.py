@@ -1,10 +1,14 @@
-"""Regenerate the bundled example: data/suite.yaml, data/outputs.jsonl and
-data/audit_suite.yaml (deterministic).
+"""Regenerate the bundled example: data/suite.yaml, data/outputs.jsonl,
+data/outputs_b.jsonl and data/audit_suite.yaml (deterministic).
 
 A sentiment classifier over 120 product reviews with gold labels, answered in JSON by three
 providers of different quality. The suite checks format (JSON Schema), the label against the
 gold `label` var, and counts true/false positives and false negatives for the `positive`
 class (promptfoo's F-score recipe, `weight: 0` counters) to derive precision, recall and F1.
+
+data/outputs_b.jsonl is the same reviews answered by the next version of each model, to try
+`compare` on (README: the compare example): gpt-4o-mini gets some right answers wrong, the
+others change a few answers either way.
 
 Every fourth review's replies carry a person's verdict in a `human` column (pass: the reply
 is JSON naming the review's sentiment): the labels `checkllm-batch agreement --label human`
@@ -94,6 +98,30 @@ def human_verdict(output: str, label: str) -> str:
         return "fail"
 
 
+# next version: (share of right answers turned wrong, share of wrong answers turned right)
+NEXT = {"openai:gpt-4o-mini": (0.12, 0.3), "ollama:llama3-8b": (0.05, 0.1),
+        "ollama:mistral-7b": (0.05, 0.1)}
+
+
+def next_version(rows: list[dict], labels: list[str]) -> list[dict]:
+    """The rows answered by each model's next version (its own seeded draw)."""
+    rng = random.Random(11)
+    out = []
+    for row, label in zip(rows, labels):
+        worse, better = NEXT[row["provider"]]
+        try:
+            reply = json.loads(row["output"])
+        except ValueError:
+            out.append(row)
+            continue
+        right = reply.get("sentiment") == label
+        if rng.random() < (worse if right else better):
+            reply["sentiment"] = (rng.choice([x for x in LABELS if x != label]) if right
+                                  else label)
+        out.append({**row, "output": json.dumps(reply)})
+    return out
+
+
 def main() -> None:
     rng = random.Random(7)
     tests, audit, rows = [], [], []
@@ -127,6 +155,9 @@ def main() -> None:
                 rows[-1]["human"] = human_verdict(output, label)
     (HERE / "suite.yaml").write_text(SUITE_HEAD + "".join(tests))
     (HERE / "outputs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    labels = [LABELS[i // len(PROVIDERS) % 3] for i in range(len(rows))]
+    (HERE / "outputs_b.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in next_version(rows, labels)))
     (HERE / "audit_suite.yaml").write_text(AUDIT_HEAD + "".join(audit))
 
 

@@ -152,8 +152,8 @@ def compare(results: Results, run_a: str, run_b: str, alpha: float = 0.05,
                                   nulls_equal=True, maintain_order="left")
     rates = pass_rate_table(cases, alpha)
     of_rates = values.filter(metric="pass_rate").drop("diff").join(
-        rates.drop("cases_a", "cases_b", "pass_rate_a", "pass_rate_b", "regressed",
-                   "improved"), on=keys[:2], how="left", nulls_equal=True,
+        rates.drop("cases_a", "cases_b", "errors_a", "errors_b", "matched", "pass_rate_a",
+                   "pass_rate_b", "regressed", "improved"), on=keys[:2], how="left", nulls_equal=True,
         maintain_order="left")
     return Comparison(run_a, run_b, cases, rates,
                       pl.concat([of_rates, tested], how="diagonal_relaxed"), alpha, drawn)

@@ -17,9 +17,19 @@ if TYPE_CHECKING:
     from .database import Results
 
 
+def fractions(**values: float | None) -> None:
+    """Rates and drops are fractions, in Python and on the command line alike (0.9 for
+    90 %, 0.05 for 5 points): a value above 1 is refused, never read as a percent."""
+    for name, value in values.items():
+        if value is not None and not 0 <= value <= 1:
+            raise InputError(f"{name} {value:g} is not a fraction: give 0.9 for 90 % and "
+                             f"0.05 for 5 points (rates and drops are fractions)")
+
+
 def sample_size(pass_rate: float, drop: float, power: float = 0.8, alpha: float = 0.05,
                 flip_rate: float | None = None) -> int:
     """stats.sample_size, with bad figures as the library's input error."""
+    fractions(pass_rate=pass_rate, drop=drop, flip_rate=flip_rate)
     try:
         return stats.sample_size(pass_rate, drop, power, alpha, flip_rate)
     except ValueError as e:

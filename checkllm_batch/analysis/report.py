@@ -39,7 +39,7 @@ def _bounds(frame: pl.DataFrame, low: str, high: str) -> list | None:
 
 
 def pass_rate_chart(rates: pl.DataFrame, title: str = "Test pass rate per provider "
-                    "(error bars: 95 % Wilson interval)") -> Svg:
+                    "(error bars: 95 % Wilson, finite-population on a sample)") -> Svg:
     prompts = rates["prompt"].n_unique()
     return bars([(label(p, q, prompts), r) for p, q, r in
                  rates.select("provider", "prompt", "pass_rate").iter_rows()],

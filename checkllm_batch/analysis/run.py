@@ -10,7 +10,7 @@ import duckdb
 import polars as pl
 
 from ..store import runs as store
-from ..store.views import rate_interval_sql
+from ..store.views import rate_interval_sql, with_verdicts
 
 # each top-level assertion in order, an assert-set followed by its members (whose
 # assertion_index is their place in the set, parent_index the set's)
@@ -71,14 +71,15 @@ class Run:
         has the finite-population correction (store/views.py). From the stored
         facts (`case_rows`): the `cases` view would read a run's source file to no purpose
         (at 10M cases: 4.8 s against 2.6)."""
-        passed, judged = "COUNT(*) FILTER (t.status = 'pass')", \
+        passed, all_judged = "COUNT(*) FILTER (t.status = 'pass')", \
             "COUNT(*) FILTER (t.status <> 'skipped')"
-        low, high = rate_interval_sql(passed, judged, "COUNT(*)", f"COUNT(*) > {judged}")
+        judged = with_verdicts(all_judged, passed, "COUNT(*) FILTER (t.status = 'fail')")
+        low, high = rate_interval_sql(passed, judged, "COUNT(*)", f"COUNT(*) > {all_judged}")
         frame = store.frame(self.con, f"""
             SELECT c.provider, COUNT(*) AS cases, {passed} AS pass,
                    COUNT(*) FILTER (t.status = 'fail') AS fail,
                    COUNT(*) FILTER (t.status = 'error') AS error,
-                   COUNT(*) - {judged} AS skipped,
+                   COUNT(*) - {all_judged} AS skipped,
                    ROUND({passed} / NULLIF({judged}, 0), 4) AS pass_rate,
                    ROUND({low}, 4) AS pass_rate_low, ROUND({high}, 4) AS pass_rate_high
             FROM test_results t JOIN case_rows c USING (run_id, case_id)

@@ -166,12 +166,19 @@ def pass_rate_table(cases: pl.DataFrame, alpha: float) -> pl.DataFrame:
         matched=(pl.col("status_a").is_not_null() & pl.col("status_b").is_not_null()).sum(),
         passed_a=(pl.col("status_a") == "pass").sum(),
         passed_b=(pl.col("status_b") == "pass").sum(),
+        verdicts_a=pl.col("status_a").is_in(["pass", "fail"]).sum(),
+        verdicts_b=pl.col("status_b").is_in(["pass", "fail"]).sum(),
+        errors_a=(pl.col("status_a") == "error").sum(),
+        errors_b=(pl.col("status_b") == "error").sum(),
         regressed=(pl.col("change") == "regressed").sum(),
         improved=(pl.col("change") == "improved").sum(),
     ).sort(_KEYS, nulls_last=False)
+    # a side with no verdict (every case errored): no rate (NULL, never 0 %) and no test
+    tested = (pl.col("verdicts_a") > 0) & (pl.col("verdicts_b") > 0)
+    counted = counted.with_columns(matched=pl.when(tested).then("matched").otherwise(0))
     rates = counted.with_columns(
-        pass_rate_a=pl.col("passed_a") / pl.when(pl.col("cases_a") > 0).then("cases_a"),
-        pass_rate_b=pl.col("passed_b") / pl.when(pl.col("cases_b") > 0).then("cases_b"),
+        pass_rate_a=pl.col("passed_a") / pl.when(pl.col("verdicts_a") > 0).then("cases_a"),
+        pass_rate_b=pl.col("passed_b") / pl.when(pl.col("verdicts_b") > 0).then("cases_b"),
         diff=(pl.col("improved").cast(pl.Int64) - pl.col("regressed")) / pl.when(
             pl.col("matched") > 0).then("matched"))
     b, c, n = (rates[k].to_numpy() for k in ("regressed", "improved", "matched"))
@@ -183,7 +190,8 @@ def pass_rate_table(cases: pl.DataFrame, alpha: float) -> pl.DataFrame:
         diff_low=_floats(bounds[:, 0]), diff_high=_floats(bounds[:, 1]), p_value=_floats(p),
         p_adjusted=_floats(holm(p)), level=_floats(1 - level),
         significant=pl.Series(significant, dtype=pl.Boolean),
-    ).select(*_KEYS, "cases_a", "cases_b", "matched", "pass_rate_a", "pass_rate_b", "diff",
+    ).select(*_KEYS, "cases_a", "cases_b", "errors_a", "errors_b", "matched", "pass_rate_a",
+             "pass_rate_b", "diff",
              "diff_low", "diff_high", "regressed", "improved", "p_value", "p_adjusted",
              "level", "significant")
 

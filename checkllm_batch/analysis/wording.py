@@ -102,9 +102,12 @@ def pass_rate_lines(rates: pl.DataFrame) -> list[str]:
         verdict = "significant" if row["significant"] else "not significant"
         bounds = (f"[{bound(row['diff_low'])}, {bound(row['diff_high'])}] "
                   f"({level_text(row['level'])})" if row["level"] is not None
-                  else "(no matched case)")
+                  else "(no test: no matched case with a verdict on both sides)")
         lines.append(
-            f"{label(row['provider'], row['prompt'], prompts)} {percent(row['pass_rate_a'])}"
-            f" → {percent(row['pass_rate_b'])}, {points(row['diff'])} points {bounds}, "
+            f"{label(row['provider'], row['prompt'], prompts)} "
+            f"{rate_text(row['pass_rate_a'], errors=row['errors_a'])} → "
+            f"{rate_text(row['pass_rate_b'], errors=row['errors_b'])}, {points(row['diff'])} "
+            "points "
+            f"{bounds}, "
             f"{p_text(row['p_adjusted'])}: {verdict}")
     return lines

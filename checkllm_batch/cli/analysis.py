@@ -16,6 +16,7 @@ from .labels import corrected_gate, print_corrected, print_corrected_difference
 from .support import FORMATS, UserError, emit, show, user_errors
 
 EXIT_REGRESSED = 1
+SMALL_N = 30  # labelled cases below which agreement and kappa get a caution
 
 
 def _show(frame: pl.DataFrame, max_rows: int = 50) -> None:
@@ -153,12 +154,11 @@ def report_command(db: str, run_id: str | None, path: str, against: str | None,
 
 
 @click.command("power")
-@click.option("--pass-rate", type=click.FloatRange(0, 100), help="Pass rate today, in %.")
-@click.option("--drop", type=click.FloatRange(0, 100), help="Drop to detect, in points.")
-@click.option("--flip-rate", type=click.FloatRange(0, 100), help="Share of cases whose "
-              "verdict changes between two runs of the same system (noise), in % (default: "
-              "runs taken as independent, "
-              "the cautious figure); with --db and --against it is measured.")
+@click.option("--pass-rate", type=float, help="Pass rate today, a fraction (0.9 for 90 %).")
+@click.option("--drop", type=float, help="Drop to detect, a fraction (0.05 for 5 points).")
+@click.option("--flip-rate", type=float, help="Share of cases whose verdict changes between "
+              "two runs of the same system (noise), a fraction (default: runs taken as "
+              "independent, the cautious figure); with --db and --against it is measured.")
 @click.option("--power", "power_", default=0.8, show_default=True,
               type=click.FloatRange(0, 1, min_open=True, max_open=True))
 @click.option("--alpha", default=0.05, show_default=True,
@@ -172,9 +172,10 @@ def power_command(pass_rate: float | None, drop: float | None, flip_rate: float 
                   power_: float, alpha: float, db: str | None, run_id: str | None,
                   against: str | None) -> None:
     """How many cases a paired comparison needs: matched cases for `compare` (McNemar's
-    exact test) to detect a pass rate dropping by --drop points from --pass-rate with
-    --power at --alpha. With --db: the smallest drop each provider x prompt of a run
-    detects."""
+    exact test) to detect a pass rate dropping by --drop from --pass-rate with --power at
+    --alpha, all fractions as in Python (--pass-rate 0.9 --drop 0.05: 90 % to 85 %; a
+    value above 1 is refused). With --db: the smallest drop each provider x prompt of a
+    run detects."""
     if db is not None:
         rows = Results(db).detectable(run_id, against, power_, alpha)
         for row in rows.iter_rows(named=True):  # one line per provider x prompt
@@ -187,12 +188,14 @@ def power_command(pass_rate: float | None, drop: float | None, flip_rate: float 
                        f"{power_:g} at alpha {alpha:g}")
         return
     if pass_rate is None or drop is None:
-        raise UserError("give --pass-rate and --drop (in %), or --db for a run")
-    share = None if flip_rate is None else flip_rate / 100
-    n = sample_size(pass_rate / 100, drop / 100, power_, alpha, share)
-    assumed = "runs taken as independent" if share is None else f"flip rate {flip_rate:g} %"
-    click.echo(f"{n} matched cases detect a drop of {drop:g} points from {pass_rate:g} % "
-               f"with power {power_:g} at alpha {alpha:g} ({assumed}; exact McNemar test)")
+        raise UserError("give --pass-rate and --drop (fractions: 0.9 and 0.05), or --db "
+                        "for a run")
+    n = sample_size(pass_rate, drop, power_, alpha, flip_rate)
+    assumed = ("runs taken as independent" if flip_rate is None
+               else f"flip rate {percent(flip_rate)}")
+    click.echo(f"{n} matched cases detect a drop of {100 * drop:g} points from "
+               f"{percent(pass_rate)} with power {power_:g} at alpha {alpha:g} ({assumed}; "
+               "exact McNemar test)")
 
 
 @click.command("agreement")
@@ -236,6 +239,11 @@ def agreement_command(db: str, label: str, run_id: str | None, metric: str | Non
         return
     click.echo(f"run {run}: the judge against the labels in {label!r}")
     show(frame=table.with_columns(pl.col(pl.Float64).round(4)))
+    few = table.filter(pl.col("n") < SMALL_N).height
+    if few:
+        click.echo(f"caution: {few} row(s) have fewer than {SMALL_N} labelled cases: their "
+                   "agreement and kappa are rough, and kappa's interval (asymptotic) too "
+                   "narrow")
     if limit:
         cases = results.judge_disagreements(label, metric, type_, run=run, limit=limit)
         if cases.height:

@@ -12,6 +12,7 @@ import polars as pl
 
 from .. import api
 from ..analysis.database import warn_changed_sources
+from ..analysis.wording import rate_text
 from ..run.sample import SEED as SAMPLE_SEED
 from .analysis import (
     agreement_command,
@@ -200,10 +201,13 @@ def _print_run(run: api.Run, db: str, fmt: str) -> dict:
     skipped = totals.get("skipped", 0)
     sample = (f", {skipped} not in the judge sample (their graded assertions skipped)"
               if skipped else "")
+    verdicts = totals["pass"] + totals["fail"]
+    rate = rate_text(totals["pass"] / (totals["cases"] - skipped) if verdicts else None,
+                     errors=totals["error"])
     click.echo(f"run {run.run_id}: {totals['cases']} cases, {totals['pass']} passed, "
                f"{totals['fail']} failed, {totals['error']} errors{sample} "
-               f"({100 * totals['pass'] / max(totals['cases'] - skipped, 1):.1f}% pass"
-               f"{' of those judged' if skipped else ''})")
+               f"({rate}{' pass' if verdicts else ''}"
+               f"{' of those judged' if skipped and verdicts else ''})")
     show("SELECT * FROM summary", summary=summary)
     _print_metrics(run)
     _print_judge(run)

@@ -76,6 +76,13 @@ def wilson_fpc_sql(passed: str, n: str, population: str) -> tuple[str, str]:
             f"CASE WHEN {census} THEN {rate} ELSE {high} END")
 
 
+def with_verdicts(n: str, passed: str, failed: str) -> str:
+    """The denominator `n` of a pass rate, or 0 where no case has a verdict (none passed,
+    none failed: every one errored or was skipped): a rate with no verdicts is NULL, never
+    0 %, and so is its interval."""
+    return f"(CASE WHEN ({passed}) + ({failed}) > 0 THEN ({n}) ELSE 0 END)"
+
+
 def rate_interval_sql(passed: str, n: str, population: str, sampled: str) -> tuple[str, str]:
     """(low, high): Wilson's interval, or where the rate is of a judge sample (`sampled`, an
     SQL condition: the group has skipped cases) its finite-population variant over the
@@ -112,6 +119,8 @@ _ASSERTION_COUNTS = """COUNT(*) AS results, COUNT(*) FILTER (a.status = 'pass') 
                      COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')) AS graded,
                      AVG(a.score) AS mean_score"""
 
+_VERDICTS = with_verdicts("{n}", "passed", "failed")  # over the views' count columns
+
 VIEWS: dict[str, tuple[str, str]] = {
     "case_results": (("one row per case with its test verdict: provider, prompt, vars, output, "
                      "status, score, reason"), f"""
@@ -123,8 +132,8 @@ VIEWS: dict[str, tuple[str, str]] = {
                    "judged on a sample, over its judged cases (skipped: the others), the "
                    "interval with the finite-population correction"), f"""
         SELECT run_id, provider, prompt, cases, passed, failed, errors,
-               passed / NULLIF(judged, 0) AS pass_rate,
-               {_interval("judged", "cases")},
+               passed / NULLIF({_VERDICTS.format(n="judged")}, 0) AS pass_rate,
+               {_interval(_VERDICTS.format(n="judged"), "cases")},
                mean_score, skipped
         FROM (SELECT c.run_id, c.provider, c.prompt, COUNT(*) AS cases,
                      COUNT(*) FILTER (t.status = 'pass') AS passed,
@@ -139,8 +148,8 @@ VIEWS: dict[str, tuple[str, str]] = {
                            "its 95 % Wilson interval (metric-only counters apart; errors and "
                            "skips counted apart)"), f"""
         SELECT run_id, provider, type, metric_only, results, passed, failed, errors, skipped,
-               passed / NULLIF(graded, 0) AS pass_rate,
-               {_interval("graded", "graded + skipped")},
+               passed / NULLIF({_VERDICTS.format(n="graded")}, 0) AS pass_rate,
+               {_interval(_VERDICTS.format(n="graded"), "graded + skipped")},
                mean_score
         FROM (SELECT c.run_id, c.provider, a.type,
                      COALESCE(a.metric_only, false) AS metric_only, {_ASSERTION_COUNTS}
@@ -149,8 +158,8 @@ VIEWS: dict[str, tuple[str, str]] = {
     "pass_rates_by_metric": (("assertion pass rate per run x provider x named metric, with "
                              "its 95 % Wilson interval"), f"""
         SELECT run_id, provider, metric, results, passed, failed, errors,
-               passed / NULLIF(graded, 0) AS pass_rate,
-               {_interval("graded", "graded + skipped")},
+               passed / NULLIF({_VERDICTS.format(n="graded")}, 0) AS pass_rate,
+               {_interval(_VERDICTS.format(n="graded"), "graded + skipped")},
                mean_score, skipped
         FROM (SELECT c.run_id, c.provider, a.metric, {_ASSERTION_COUNTS}
               FROM case_rows c JOIN assertion_results a USING (run_id, case_id)

@@ -75,6 +75,36 @@ def test_pass_rate_views_carry_wilson_intervals_with_errors_and_skips(tmp_path):
         proportion_confint(3, 5, method="wilson")[0], abs=1e-4)
 
 
+def test_a_rate_with_no_verdicts_is_null_and_says_so_everywhere(tmp_path):
+    """Every graded assertion errored (no judge): each view's rate and interval are NULL,
+    not 0 %; the summary, eval's line and compare say "no verdicts (N errors)"."""
+    suite = tmp_path / "s.yaml"
+    suite.write_text("defaultTest:\n  assert:\n    - {type: llm-rubric, value: polite, "
+                     "metric: polite}\n")
+    frame = pl.DataFrame({"provider": ["p"] * 3, "output": ["a", "b", "c"]})
+    db = tmp_path / "n.duckdb"
+    for i in range(2):
+        result = invoke("eval", suite, "--outputs", _write(tmp_path / f"{i}.parquet", frame),
+                        "--db", db)
+        assert "(no verdicts (3 errors))" in result.output, result.output
+    res = cb.Results(db)
+    run = res.run("last")
+    for by in (None, "type", "metric"):
+        row = res.pass_rates(run.run_id, by=by).row(0, named=True)
+        assert (row["pass_rate"], row["pass_rate_low"], row["pass_rate_high"]) == (None,) * 3
+    assert run.summary()["pass_rate"][0] is None
+    text = invoke("compare", "--db", db, "previous", "last")
+    assert "p no verdicts (3 errors) → no verdicts (3 errors)" in text.output, text.output
+    assert "no test" in text.output and text.exit_code == 0
+    row = res.compare("previous", "last").pass_rates.row(0, named=True)
+    assert row["p_value"] is None and not row["significant"]
+
+
+def _write(path, frame: pl.DataFrame) -> str:
+    frame.write_parquet(path)
+    return str(path)
+
+
 MCNEMAR = [(0, 0), (1, 0), (0, 1), (5, 5), (14, 3), (3, 14), (0, 25), (100, 130),
            (3000, 3200)]
 
@@ -463,12 +493,17 @@ def test_sample_size_gives_the_power_asked(rate, drop, flips):
 
 def test_power_command(noise_and_drop):
     db, a, noisy, _ = noise_and_drop
-    result = invoke("power", "--pass-rate", "90", "--drop", "5", "--flip-rate", "10")
+    result = invoke("power", "--pass-rate", "0.9", "--drop", "0.05", "--flip-rate", "0.1")
     assert result.exit_code == 0 and str(stats.sample_size(0.9, 0.05, flip_rate=0.1)) \
         in result.output
     per_run = invoke("power", "--db", db, "--run", noisy, "--against", a)
     assert per_run.exit_code == 0 and "openai:gpt-4o-mini" in per_run.output
-    assert invoke("power", "--pass-rate", "90", "--drop", "95").exit_code == 2
+    assert invoke("power", "--pass-rate", "0.9", "--drop", "0.95").exit_code == 2
+    # one unit in the CLI and in Python: fractions; a percent is refused, never misread
+    refused = invoke("power", "--pass-rate", "90", "--drop", "5")
+    assert refused.exit_code == 2 and "90 is not a fraction" in refused.output
+    with pytest.raises(cb.InputError, match="5 is not a fraction"):
+        cb.Results(db).sample_size(0.9, 5)
 
 
 def _f1(actual: np.ndarray, predicted: np.ndarray, label: str) -> float:

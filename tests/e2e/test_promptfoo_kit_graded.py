@@ -91,3 +91,32 @@ def test_verdict_matches_promptfoo(tmp_path, monkeypatch, judge, row):
 
 def test_every_difference_says_why():
     check_differences_say_why(ROWS)
+
+
+# Issue 41: replies promptfoo 0.123.1 read differently from how we did. `{"pass": true,
+# "score": "high"}` is the kit's recorded row 20 of graded/llm-rubric.jsonl (pass, score 1;
+# it was a listed difference). These are as the issue's replay of the same replies gave
+# promptfoo's answers (not re-recorded with the kit here): the assertion, the replies, the
+# embeddings, the vars, and promptfoo's pass and score.
+ISSUE_41 = [
+    # cosine of vectors whose squares overflow: inf / inf is NaN, a fail with score NaN
+    ({"type": "similar", "value": "B"}, [""], {"A": [1e200, 1e200], "B": [1e200, 1e200]}, {},
+     (False, "nan")),
+    # a custom rubricPrompt sees the case's vars: the reply is chosen by the var's text
+    ({"type": "context-faithfulness", "threshold": 0.5,
+      "rubricPrompt": ["Statements of {{answer}} for {{topic}}", "NLI {{statements}}"]},
+     [["for astronomy", "s1"], ["NLI", "Final verdict for each statement in order: Yes."],
+      ["for ", "g1\ng2"]], {}, {"topic": "astronomy", "context": "c", "query": "q"},
+     (True, 1.0)),
+]
+
+
+@pytest.mark.parametrize("assertion, replies, embeddings, vars_, want", ISSUE_41)
+def test_issue_41_replies_read_as_promptfoo(tmp_path, monkeypatch, judge, assertion, replies,
+                                            embeddings, vars_, want):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    ours = _ours(tmp_path, judge, {"output": "A", "assert": assertion, "replies": replies,
+                                   "embeddings": embeddings, "vars": vars_})
+    score = ours["score"]
+    assert ours["pass"] == want[0], ours
+    assert (str(score) == want[1]) if isinstance(want[1], str) else score == want[1], ours

@@ -70,6 +70,26 @@ def test_readme_python_blocks_run(example_dir):
     assert (example_dir / "archive.duckdb").exists()
 
 
+def test_readme_compare_example_is_what_compare_prints(example_dir):
+    """The README's compare lines are a real run's: the bundled example, then its next
+    version, compared; and each interval excludes 0 exactly where it says significant."""
+    shown = README.split("then `checkllm-batch compare --db results.duckdb previous last`",
+                         1)[1]
+    lines = re.search(r"```\n(.*?)```", shown, re.S).group(1).strip("\n").splitlines()
+    cli = str(BIN / "checkllm-batch")
+    for outputs in ("data/outputs.jsonl", "data/outputs_b.jsonl"):
+        subprocess.run([cli, "eval", "data/suite.yaml", "--outputs", outputs, "--db",
+                        "results.duckdb", "--no-progress"], capture_output=True, check=False)
+    done = subprocess.run([cli, "compare", "--db", "results.duckdb", "previous", "last"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    for line in lines:
+        assert line in done.stdout.splitlines(), (line, done.stdout[:3000])
+        low, high = re.search(r"\[(\S+), (\S+)\]", line).groups()
+        excludes = low.startswith("+") or high.startswith("−")
+        assert excludes == line.endswith(": significant")
+
+
 @pytest.mark.skipif(os.environ.get("CI") != "true",
                     reason="slow: runs the README's example command in a fresh clone (CI only)")
 def test_readme_example_command_in_a_fresh_clone(tmp_path):

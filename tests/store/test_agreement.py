@@ -208,6 +208,8 @@ def test_cli_reader_and_report_section(tmp_path):
     table = cli.invoke(main, ["agreement", "--db", db, "--label", "human"])
     assert table.exit_code == 0 and "disagreements" in table.output
     assert "F answer 2" in table.output
+    # n = 4 labelled cases: kappa is shown with a caution (issue 41)
+    assert "caution: 1 row(s) have fewer than 30 labelled cases" in table.output
     bad = cli.invoke(main, ["agreement", "--db", db, "--label", "nope"])
     assert bad.exit_code == 2 and "no var 'nope'" in bad.output
     report = tmp_path / "report.html"

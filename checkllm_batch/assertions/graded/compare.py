@@ -56,7 +56,7 @@ def select_best(g: Graded, spec: AssertionSpec, groups: list[list[dict[str, Any]
         n = len(group["cases"])
 
         def parse(text: str, n=n) -> Outcome:
-            index = first_digit(g.read(select_best_shape(n), text))
+            index = first_number(g.read(select_best_shape(n), text))
             if index >= n:
                 raise Unparsable(f"select-best index {index} out of range (0-{n - 1})")
             return True, float(index), None
@@ -112,8 +112,9 @@ def max_score(g: Graded | None, spec: AssertionSpec, groups: list[list[dict[str,
     return out
 
 
-def first_digit(text: str) -> int:
-    m = re.search(r"\d", text.strip())
+def first_number(text: str) -> int:
+    """The first whole number in the reply (promptfoo reads `\\d+`): "10" is output 10."""
+    m = re.search(r"\d+", text.strip())
     if not m:
         raise Unparsable(f"select-best reply has no index: {snippet(text)}")
     return int(m.group(0))

@@ -15,7 +15,7 @@ from .prompts import Messages, from_rubric_prompt, render
 from .rag import CONTEXT, context_of, joined, query_of
 from .replies import Outcome, Unparsable, failure, snippet
 from .shapes import STRING, Shape, list_of, one_of, record
-from .shared import graded, needs
+from .shared import case_values, graded, needs, with_vars
 
 FAITHFULNESS_LONGFORM: Messages = [
     ("user", "Given a question and answer, create one or several statements from each sentence "
@@ -63,8 +63,8 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
 
     def grade(items: list[dict[str, Any]]) -> list[Outcome]:
         def first(item):
-            return needs(item, "context", CONTEXT) or g.chat(render(
-                longform, {"question": item["query"] or "", "answer": item["output"]}),
+            return needs(item, "context", CONTEXT) or g.chat(render(longform, case_values(
+                item, {"question": item["query"] or "", "answer": item["output"]})),
                 STATEMENTS_SHAPE)
         stage1 = g.ask(items, first)
         statements: list[list[str] | str] = []
@@ -79,8 +79,8 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
             item, found = pair["item"], pair["found"]
             if isinstance(found, str):
                 return found
-            return g.chat(render(nli, {"context": joined(item["context"]),
-                                       "statements": "\n".join(found)}), NLI_SHAPE)
+            return g.chat(render(nli, case_values(item, {
+                "context": joined(item["context"]), "statements": "\n".join(found)})), NLI_SHAPE)
         pairs = [{"item": i, "found": s} for i, s in zip(items, statements)]
         stage2 = g.ask(pairs, second)
         out = []
@@ -93,7 +93,7 @@ def context_faithfulness(g: Graded) -> pl.DataFrame:
         return out
 
     return g.each({"context": context_of(g, False), "query": query_of(g, True),
-                   "output": pl.col("output")}, grade)
+                   "output": pl.col("output"), **with_vars(g)}, grade)
 
 
 def nli_supported(text: str, statements: int) -> float:

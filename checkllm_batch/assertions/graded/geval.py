@@ -14,7 +14,7 @@ from .context import Graded
 from .prompts import Messages, from_rubric_prompt, render
 from .replies import Outcome, Unparsable, failure, snippet
 from .shapes import STRING, Shape, list_of
-from .shared import graded
+from .shared import case_values, graded, with_vars
 
 GEVAL_STEPS: Messages = [
     ("user", "Given an evaluation criteria which outlines how you should judge some text, "
@@ -66,10 +66,10 @@ def g_eval(g: Graded) -> pl.DataFrame:
             found = steps[pair["criteria"]]
             if isinstance(found, str):
                 return found
-            return g.chat(render(eval_prompt, {
+            return g.chat(render(eval_prompt, case_values(pair["item"], {
                 "criteria": pair["criteria"], "steps": "\n".join(f"- {s}" for s in found),
                 "input": pair["item"]["input"] or "", "output": pair["item"]["output"],
-                "maxScore": 10}), GEVAL_SCORE_SHAPE)
+                "maxScore": 10})), GEVAL_SCORE_SHAPE)
         results = g.judge(pairs, build, lambda _, text: (
             True, *geval_score(g.read(GEVAL_SCORE_SHAPE, text))))
         out = []
@@ -85,7 +85,8 @@ def g_eval(g: Graded) -> pl.DataFrame:
                         "; ".join(r[2] or "" for r in mine) or None))
         return out
 
-    return g.each({"input": pl.col("prompt"), "output": pl.col("output")}, grade)
+    return g.each({"input": pl.col("prompt"), "output": pl.col("output"), **with_vars(g)},
+                  grade)
 
 
 def geval_steps(text: str) -> list[str]:

@@ -16,7 +16,7 @@ from .context import Graded
 from .prompts import Messages, render
 from .replies import Outcome, Unparsable, failure, snippet
 from .shapes import BOOLEAN, STRING, Shape, list_of, record
-from .shared import cosine, graded, messages_for, needs, text_value
+from .shared import case_values, cosine, graded, messages_for, needs, text_value, with_vars
 
 CONTEXT_RECALL: Messages = [
     ("user", "Given a context, and an answer, analyze each sentence in the answer and classify "
@@ -104,14 +104,15 @@ def context_recall(g: Graded) -> pl.DataFrame:
         why = needs(item, "context", CONTEXT)
         if why:
             return why
-        return g.chat(render(messages, {"context": joined(item["context"]),
-                                        "groundTruth": item["truth"]}), CONTEXT_RECALL_SHAPE)
+        return g.chat(render(messages, case_values(item, {
+            "context": joined(item["context"]), "groundTruth": item["truth"]})),
+            CONTEXT_RECALL_SHAPE)
 
     def parse(_: dict[str, Any], text: str) -> Outcome:
         score = attributed(g.read(CONTEXT_RECALL_SHAPE, text))
         return score >= (g.threshold or 0.0), score, f"{score:.2f} of sentences attributed"
 
-    return g.each({"context": context_of(g), "truth": text_value(g)},
+    return g.each({"context": context_of(g), "truth": text_value(g), **with_vars(g)},
                   lambda items: g.judge(items, build, parse))
 
 
@@ -126,8 +127,9 @@ def context_relevance(g: Graded) -> pl.DataFrame:
         why = needs(item, "context", CONTEXT) or needs(item, "query", "a `query` (or vars.query)")
         if why:
             return why
-        return g.chat(render(messages, {"context": joined(item["context"]),
-                                        "query": item["query"]}), CONTEXT_RELEVANCE_SHAPE)
+        return g.chat(render(messages, case_values(item, {
+            "context": joined(item["context"]), "query": item["query"]})),
+            CONTEXT_RELEVANCE_SHAPE)
 
     def parse(item: dict[str, Any], text: str) -> Outcome:
         text = g.read(CONTEXT_RELEVANCE_SHAPE, text)
@@ -140,7 +142,7 @@ def context_relevance(g: Graded) -> pl.DataFrame:
         score = min(found, units) / units if units else 0.0
         return score >= (g.threshold or 0.0), score, f"{score:.2f} of the context is relevant"
 
-    return g.each({"context": context_of(g, False), "query": query_of(g)},
+    return g.each({"context": context_of(g, False), "query": query_of(g), **with_vars(g)},
                   lambda items: g.judge(items, build, parse))
 
 
@@ -153,7 +155,8 @@ def answer_relevance(g: Graded) -> pl.DataFrame:
     def grade(items: list[dict[str, Any]]) -> list[Outcome]:
         def ask(item):
             return needs(item, "query", "a `query` (or vars.query, or the prompt)") or \
-                g.chat(render(messages, {"answer": item["output"]}), ANSWER_RELEVANCE_SHAPE)
+                g.chat(render(messages, case_values(item, {"answer": item["output"]})),
+                       ANSWER_RELEVANCE_SHAPE)
         questions = g.ask(items, ask)
         texts = [r if isinstance(r, str) else g.read(ANSWER_RELEVANCE_SHAPE, r.text or "")
                  for r in questions]
@@ -177,7 +180,8 @@ def answer_relevance(g: Graded) -> pl.DataFrame:
                         f"similarity {score:.3f} to generated question {p['question']!r}"))
         return out
 
-    return g.each({"query": query_of(g, True), "output": pl.col("output")}, grade)
+    return g.each({"query": query_of(g, True), "output": pl.col("output"), **with_vars(g)},
+                  grade)
 
 
 def attributed(text: str) -> float:

@@ -100,13 +100,33 @@ def rubric(text: str, threshold: float | None) -> Outcome:
     given = obj.get("pass") is not None  # {"pass": null} is no pass, {"score": null} no score
     if not given and obj.get("score") is None:
         raise Unparsable(f"judge reply has neither pass nor score: {snippet(text)}")
-    score = unit_score(obj["score"]) if obj.get("score") is not None else None
+    score = _score_or_pass(obj) if obj.get("score") is not None else None
     passed = boolean(obj["pass"]) if given or score is None else score >= (threshold or 0.5)
     if score is None:  # {"pass": true, "score": null} scores 0, as in promptfoo
         score = 0.0 if "score" in obj else float(passed)
     if threshold is not None and score < threshold:
         return False, score, f"Score {score:g} below threshold {threshold:g}: {obj.get('reason')}"
     return passed, score, reason_text(obj.get("reason"))
+
+def _score_or_pass(obj: dict) -> float:
+    """The reply's score; one that is not a number falls back to the pass value (1 or 0)
+    when the reply gives a pass, as promptfoo 0.123.1 reads `{"pass": true, "score":
+    "high"}`; a number outside [0, 1] stays an error."""
+    try:
+        return unit_score(obj["score"])
+    except Unparsable:
+        if obj.get("pass") is None or _is_number(obj["score"]):
+            raise
+        return float(boolean(obj["pass"]))
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, bool)
+
 
 def scored(text: str, threshold: float, reason_key: str = "reason") -> Outcome:
     """model / llm_judge: {score, reason}; pass is score >= threshold."""

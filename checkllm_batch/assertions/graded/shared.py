@@ -64,6 +64,13 @@ def render_values(item: dict[str, Any]) -> dict[str, Any]:
     return {**base, **item}
 
 
+def case_values(item: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """A custom prompt's values: the case's vars (when `with_vars` read them), then the
+    type's own names, which win."""
+    vars_ = item.get("__vars")
+    return {**(json.loads(vars_) if vars_ else {}), **own}
+
+
 def messages_for(g: Graded, default: prompts.Messages) -> prompts.Messages:
     return prompts.from_rubric_prompt(g.rubric_prompt) if g.rubric_prompt else default
 
@@ -86,6 +93,9 @@ def needs(item: dict[str, Any], name: str, what: str) -> str | None:
 
 
 def cosine(a: list[float], b: list[float]) -> float:
+    """x.y / (|x| |y|) with the norms as promptfoo sums them (sqrt of the sum of squares):
+    components large enough to overflow give NaN or an infinity, as there; a zero vector 0."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
-    return float(x @ y / norm) if norm else 0.0
+    with np.errstate(all="ignore"):
+        norm = float(np.sqrt(x @ x) * np.sqrt(y @ y))
+        return float(x @ y / norm) if norm else 0.0

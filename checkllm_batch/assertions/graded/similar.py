@@ -42,7 +42,8 @@ def _similar(g: Graded, metric: str) -> pl.DataFrame:
             return 1.0 / (1.0 + d), near, f"distance {d:.4f}"
         sim = cosine(a, b) if metric == "cosine" else float(np.dot(a, b))
         close = not sim <= threshold + EPSILON if negate else sim >= threshold - EPSILON
-        return min(1.0, max(0.0, sim)), close, f"{metric} similarity {sim:.4f}"
+        score = min(1.0, max(0.0, sim)) if math.isfinite(sim) else sim  # NaN / inf: as is
+        return score, close, f"{metric} similarity {sim:.4f}"
 
     def grade(items: list[dict[str, Any]]) -> list[replies.Outcome]:
         def expected(item: dict[str, Any]) -> list[str | None]:

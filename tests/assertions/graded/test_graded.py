@@ -41,6 +41,12 @@ RUBRIC_CASES = [
     ("I think it passes.", None, E),
     ("", None, E),
     ('{"pass": true, "score": "NaN"}', None, E),
+    # issue 41, promptfoo 0.123.1 replaying the reply (its own tests expect it): a score that
+    # is not a number falls back to the pass value
+    ('{"pass": true, "score": "high"}', None, (True, 1.0)),
+    ('{"pass": false, "score": "high"}', None, (False, 0.0)),
+    ('{"pass": true, "score": "high"}', 0.5, (True, 1.0)),
+    ('{"score": "high"}', None, E),  # no pass to fall back to
     ('{"pass": true, "score": 1, "reason": "très bien ✓"}', None, (True, 1.0)),
     # read as promptfoo reads a judge's object: a YAML flow mapping, missing braces closed
     ("{pass: true, score: 0.9, reason: unquoted}", None, (True, 0.9)),
@@ -99,8 +105,11 @@ PARSER_CASES = [
     (lambda t: (True, faithfulness.nli_supported(t, 1)),
      "Final verdict for each statement in order: Unable to determine.", E),
     (lambda t: reference.factuality_verdict(t, {}), '{"reason": "no category"} (D) disagrees', (False, 0.0)),
-    (lambda t: (True, float(compare.first_digit(t))), "Text 2 is best", (True, 2.0)),
-    (lambda t: (True, float(compare.first_digit(t))), "none of them", E),
+    (lambda t: (True, float(compare.first_number(t))), "Text 2 is best", (True, 2.0)),
+    (lambda t: (True, float(compare.first_number(t))), "none of them", E),
+    # issue 41: the whole number, as promptfoo 0.123.1 reads it (it read "10" as output 1)
+    (lambda t: (True, float(compare.first_number(t))), "10", (True, 10.0)),
+    (lambda t: (True, float(compare.first_number(t))), "Output 12 fits best", (True, 12.0)),
 ]
 
 

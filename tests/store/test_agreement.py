@@ -216,8 +216,8 @@ def test_cli_reader_and_report_section(tmp_path):
     out = cli.invoke(main, ["report", "--db", db, "-o", str(report), "--label", "human"])
     assert out.exit_code == 0, out.output
     html = report.read_text()
-    assert "Judge against the labels in human" in html
-    assert "Disagreements: 1" in html and "F answer 2" in html and "looks wrong" in html
+    assert "Why the judge disagrees with the labels in human" in html
+    assert "F answer 2" in html and "judge too strict" in html and "looks wrong" in html
 
 
 def lenient_judge(body: dict) -> str:

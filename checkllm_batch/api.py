@@ -12,7 +12,7 @@ from . import arguments
 from .analysis.database import Results
 from .analysis.run import Run
 from .assertions.reading import load_suite
-from .errors import InputError
+from .errors import InputError, did_you_mean
 from .judge.protocol import Judge, Stats
 from .load.sources import Outputs, check_apart, inline_outputs
 from .load.stream import BATCH_ROWS
@@ -58,7 +58,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *,
     arguments.optional_text(resume, "resume")
     arguments.mapping(config, "config")
     if engine not in ("local", "ray"):
-        raise InputError(f"engine: takes 'local' or 'ray', not {arguments.given(engine)}")
+        hint = did_you_mean(engine, ("local", "ray")) if isinstance(engine, str) else ""
+        raise InputError(f"engine: takes 'local' or 'ray', not {arguments.given(engine)}{hint}")
     if copy_outputs and text_parts:
         raise InputError("copy_outputs and text_parts: choose one place for the cases' text")
     suite = suite if isinstance(suite, Suite) else load_suite(suite)

@@ -209,7 +209,7 @@ def test_refused_at_start(dataset, tmp_path, suite, source, error):
 
 
 def test_unknown_engine_names_the_closest(tmp_path):
-    with pytest.raises(InputError, match='unknown engine .* \\(did you mean "ray"\\?\\)'):
+    with pytest.raises(InputError, match="not str 'rey' \\(did you mean \"ray\"\\?\\)"):
         cb.evaluate(write_suite(tmp_path, SUITE), "x.parquet", engine="rey")
 
 

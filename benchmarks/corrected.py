@@ -5,8 +5,8 @@
 
 coverage: 20,000 judged cases with a known truth (the people pass 60 %), a judge with
 sensitivity 0.9 and specificity 0.7 (it passes 66 %). Each draw takes 200 labels at random
-(uniform), and, apart, 200 split evenly over the judge's verdicts (labels sample --by
-verdict); it reports how often each 95 % interval covers the people's rate over all 20,000
+(uniform), and, apart, 200 by the judge's verdict (labels sample --by verdict), in
+proportion to each verdict's cases and evenly (--allocation equal); it reports how often each 95 % interval covers the people's rate over all 20,000
 cases, and the intervals' mean half-widths. Every estimate is analysis/corrected.estimate,
 the SQL the corrected_pass_rates macro runs.
 
@@ -28,6 +28,7 @@ import polars as pl
 
 import checkllm_batch as cb
 from checkllm_batch.analysis.corrected import estimate
+from checkllm_batch.analysis.labels import allocate
 from checkllm_batch.judge import ScriptedJudge
 
 CASES, LABELS, PEOPLE, TPR, TNR = 20_000, 200, 0.6, 0.9, 0.7
@@ -40,19 +41,21 @@ def world(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return truth.astype(float), judged.astype(float)
 
 
-def draw(rng: np.random.Generator, judged: np.ndarray, by_verdict: bool) -> np.ndarray:
-    """The labelled cases' indices: uniform, or half from each judge verdict."""
-    if not by_verdict:
+def draw(rng: np.random.Generator, judged: np.ndarray, sampling: str) -> np.ndarray:
+    """The labelled cases' indices: uniform, or by the judge's verdict with labels in
+    proportion to each verdict's cases or evenly (Results.sample_labels' allocations)."""
+    if sampling == "uniform":
         return rng.choice(CASES, LABELS, replace=False)
-    return np.concatenate([rng.choice(np.flatnonzero(judged == v), LABELS // 2,
-                                      replace=False) for v in (0.0, 1.0)])
+    strata = [np.flatnonzero(judged == v) for v in (0.0, 1.0)]
+    quota = allocate(np.array([len(s) for s in strata]), LABELS, sampling)
+    return np.concatenate([rng.choice(s, k, replace=False) for s, k in zip(strata, quota)])
 
 
-def draws_frame(truth, judged, draws: int, by_verdict: bool, rng) -> pl.DataFrame:
+def draws_frame(truth, judged, draws: int, sampling: str, rng) -> pl.DataFrame:
     """Every draw's rows at once: its labelled cases one row each, its judged-only cases
     as two counted rows (m: the judge's passes and fails among them), the judge's verdict
     as the stratum when sampled by it."""
-    labelled = np.stack([draw(rng, judged, by_verdict) for _ in range(draws)])
+    labelled = np.stack([draw(rng, judged, sampling) for _ in range(draws)])
     unl_pass = judged.sum() - judged[labelled].sum(axis=1)
     rows = pl.concat([
         pl.DataFrame({"draw": np.repeat(np.arange(draws), LABELS),
@@ -60,7 +63,7 @@ def draws_frame(truth, judged, draws: int, by_verdict: bool, rng) -> pl.DataFram
         pl.DataFrame({"draw": np.repeat(np.arange(draws), 2), "y": np.nan,
                       "f": np.tile([1.0, 0.0], draws),
                       "m": np.stack([unl_pass, CASES - LABELS - unl_pass], axis=1).ravel()})])
-    stratum = pl.col("f").cast(pl.String) if by_verdict else pl.lit("all")
+    stratum = pl.lit("all") if sampling == "uniform" else pl.col("f").cast(pl.String)
     return rows.with_columns(pl.col("y").fill_nan(None), stratum=stratum)
 
 
@@ -72,9 +75,9 @@ def coverage(draws: int) -> None:
           f"{LABELS} labels, {draws:,} draws\n")
     print("| sampling | interval | covers the truth | mean half-width (points) |\n"
           "|---|---|---|---|")
-    for by_verdict in (False, True):
-        rows = estimate(draws_frame(truth, judged, draws, by_verdict, rng), ["draw"])
-        name = "by verdict (100 + 100)" if by_verdict else "uniform"
+    for sampling in ("uniform", "proportional", "equal"):
+        rows = estimate(draws_frame(truth, judged, draws, sampling, rng), ["draw"])
+        name = sampling if sampling == "uniform" else f"by verdict, {sampling}"
         for what, low, high in (("PPI++", "corrected_low", "corrected_high"),
                                 ("labels only (Wilson)", "labels_low", "labels_high"),
                                 ("judge only (Wilson)", "judge_low", "judge_high")):

@@ -204,17 +204,21 @@ class Results:
                           labelled_by=labelled_by, source=source)
 
     def sample_labels(self, n: int, by: list[str] | None = None, seed: int | None = None,
-                      *, run: str | None = None, label: str = "human", **which: str | None
+                      *, run: str | None = None, label: str = "human",
+                      type_: str | None = None, metric: str | None = None,
+                      judge_model: str | None = None, allocation: str = "proportional"
                       ) -> pl.DataFrame:
-        """Draw n judged cases to label, uniformly or evenly over strata (`by`: provider,
-        prompt, verdict, type, metric, judge_model or a var), record every candidate's
+        """Draw n judged cases to label, uniformly or by strata (`by`: provider, prompt,
+        verdict, type, metric, judge_model or a var; labels split in proportion, or evenly
+        with allocation="equal"), record every candidate's
         inclusion probability, and return the drawn ones to label: case, output, vars,
-        the judge's verdict, score and reason, and an empty `label` column. `which`:
-        type_, metric, judge_model when cases have several graded verdicts."""
+        the judge's verdict, score and reason, and an empty `label` column. type_, metric,
+        judge_model: which graded verdict, when cases have several."""
         from .labels import draw, record_sample
 
         run_id, by = self.run_id(run), list(by or [])
-        drawn, seed = draw(self.con, run_id, n, by, seed, **which)
+        drawn, seed = draw(self.con, run_id, n, by, seed, type_=type_, metric=metric,
+                           judge_model=judge_model, allocation=allocation)
         record_sample(self._writable(), run_id, drawn, by, seed)
         return drawn.filter("sampled").select(
             "case_id", "provider", "prompt", "output", "vars",

@@ -156,19 +156,18 @@ def _stratum(frame: pl.DataFrame, by: list[str]) -> pl.Expr:
 
 def draw(con: Any, run_id: str, n: int, by: list[str], seed: int | None = None, *,
          type_: str | None = None, metric: str | None = None,
-         judge_model: str | None = None) -> tuple[pl.DataFrame, int]:
+         judge_model: str | None = None, allocation: str = "proportional"
+         ) -> tuple[pl.DataFrame, int]:
     """(every candidate case with its stratum, inclusion probability and whether it was
-    drawn; the seed). Labels split evenly over the strata (a stratum smaller than its
-    share gives all its cases, the rest goes to the others), drawn without replacement:
-    the minority verdict gets as many labels as the majority, where the judge is least
-    checked. The draw is reproducible from the seed."""
+    drawn; the seed). Labels split over the strata by `allocation`, drawn without
+    replacement within each; the draw is reproducible from the seed."""
     if n < 1:
         raise InputError(f"--n must be at least 1, got {n}")
     seed = secrets.randbits(31) if seed is None else seed
     frame = _candidates(con, run_id, by, type_, metric, judge_model)
     frame = frame.with_columns(stratum=_stratum(frame, by))
     sizes = frame.group_by("stratum").len().sort("stratum")
-    quota = dict(zip(sizes["stratum"], _allocate(sizes["len"].to_numpy(), n)))
+    quota = dict(zip(sizes["stratum"], allocate(sizes["len"].to_numpy(), n, allocation)))
     rng = np.random.default_rng(seed)
     drawn = frame.with_columns(_key=pl.Series(rng.random(frame.height))).with_columns(
         sampled=pl.col("_key").rank("ordinal").over("stratum")
@@ -178,16 +177,30 @@ def draw(con: Any, run_id: str, n: int, by: list[str], seed: int | None = None, 
     return drawn, seed
 
 
-def _allocate(sizes: np.ndarray, n: int) -> list[int]:
-    """n labels over strata of `sizes`: evenly, each capped at its size, the remainder
-    passed on to the strata with room (whole labels, the first strata taking the odd)."""
-    quota = np.zeros(len(sizes), dtype=np.int64)
-    left = min(n, int(sizes.sum()))
+def allocate(sizes: np.ndarray, n: int, allocation: str = "proportional") -> list[int]:
+    """n labels over strata of `sizes`: in proportion to their sizes (largest remainders)
+    or evenly, each of several strata at least 2 where it has them (a stratum needs two
+    labels for a variance), none beyond its size; what a full stratum cannot take goes to the others."""
+    if allocation not in ("proportional", "equal"):
+        raise InputError(f"allocation is proportional or equal, not {allocation!r}")
+    sizes = np.asarray(sizes, dtype=np.int64)
+    quota = np.minimum(sizes, 2 if len(sizes) > 1 else 0)
+    if quota.sum() > n:
+        raise InputError(f"{n} labels cannot give each of {len(sizes)} strata 2: draw at "
+                         f"least {int(quota.sum())} or stratify by less")
+    total = min(n, int(sizes.sum()))
+    ideal = (total * sizes / max(sizes.sum(), 1) if allocation == "proportional"
+             else np.full(len(sizes), total / max(len(sizes), 1)))
+    left = total - int(quota.sum())
     while left > 0:
         room = np.flatnonzero(quota < sizes)
-        share = np.full(len(room), left // len(room))
-        share[: left % len(room)] += 1
-        give = np.minimum(share, sizes[room] - quota[room])
+        weight = np.maximum(ideal[room] - quota[room], 0)
+        weight = weight if weight.sum() > 0 else sizes[room].astype(float)
+        share = left * weight / weight.sum()
+        give = np.floor(share).astype(np.int64)
+        extra = np.argsort(give - share)[: left - int(give.sum())]  # largest remainders
+        give[extra] += 1
+        give = np.minimum(give, sizes[room] - quota[room])
         quota[room] += give
         left -= int(give.sum())
     return quota.tolist()

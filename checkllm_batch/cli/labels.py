@@ -55,7 +55,7 @@ def import_command(file: str, label: str, db: str, run_id: str | None, key: str 
 @labels_group.command("sample")
 @click.option("--n", "n", type=int, required=True, help="How many cases to draw.")
 @click.option("--by", help="Strata, comma-separated: provider, prompt, verdict, type, "
-              "metric, judge_model or a var; labels are split evenly over them.")
+              "metric, judge_model or a var (see --allocation).")
 @click.option("--seed", type=int, help="Seed of the draw (default: a random one, printed).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The CSV file to label.")
@@ -66,18 +66,21 @@ def import_command(file: str, label: str, db: str, run_id: str | None, key: str 
 @click.option("--type", "type_", help="The graded assertion type, when cases have several.")
 @click.option("--metric", help="The graded assertion's metric, when cases have several.")
 @click.option("--judge-model", help="The judge model, when cases have several (a jury).")
+@click.option("--allocation", type=click.Choice(["proportional", "equal"]),
+              default="proportional", show_default=True, help="Labels per stratum: in "
+              "proportion to its cases, or evenly (each at least 2).")
 @user_errors
 def sample_command(n: int, by: str | None, seed: int | None, output: str, label: str,
                    db: str, run_id: str | None, type_: str | None, metric: str | None,
-                   judge_model: str | None) -> None:
+                   judge_model: str | None, allocation: str) -> None:
     """Draw N judged cases at random for people to label and write them to a CSV (case_id,
     provider, prompt, output, vars, the judge's verdict, score and reason, an empty label
     column). Each case's inclusion probability is recorded, so the corrected estimates
-    weigh the labels as drawn. Stratify by the judge's verdict (--by verdict) to label the
-    verdicts the judge is least sure of as often as the rest."""
+    weigh the labels as drawn. Stratified by the judge's verdict (--by verdict), the labels
+    alone get the gain the judge gives (docs/judge-audit.md)."""
     drawn = Results(db).sample_labels(
         n, [b.strip() for b in by.split(",")] if by else [], seed, run=run_id, label=label,
-        type_=type_, metric=metric, judge_model=judge_model)
+        type_=type_, metric=metric, judge_model=judge_model, allocation=allocation)
     drawn.drop("seed").write_csv(output)
     strata = drawn.group_by("stratum").len().sort("stratum").rows()
     click.echo(f"{drawn.height} cases to label written to {output} (seed "

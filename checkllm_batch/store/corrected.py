@@ -127,11 +127,12 @@ def corrected_sql(rows: str, keys: list[str], pass_rate: bool) -> str:
     no estimate (its variance is unknown), and its `note` says so."""
     if not keys:
         rows, keys = f"(SELECT *, NULL AS _all FROM {rows})", ["_all"]
-    cells = f"({cells_sql(rows, keys)})"
+    cells = f"({cells_sql('corrected_rows_', keys)})"  # reads the rows twice: materialised
     wanted = _qualified("@", keys)
     estimates = group_sql(f"({CELL_SQL.replace('{cells}', cells)})", wanted, pass_rate)
     low = "CASE WHEN fewest >= 2 THEN {} END"
     return f"""
+        WITH corrected_rows_ AS MATERIALIZED (SELECT * FROM {rows})
         SELECT * EXCLUDE (corrected, corrected_low, corrected_high, lam, n_effective,
                           fewest{', _all' if keys == ['_all'] else ''}),
                {low.format('corrected')} AS corrected,

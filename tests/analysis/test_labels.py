@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 import checkllm_batch as cb
-from checkllm_batch.analysis.labels import read_label_file
+from checkllm_batch.analysis.labels import allocate, read_label_file
 from checkllm_batch.cli import main
 from checkllm_batch.judge import ScriptedJudge
 
@@ -157,12 +157,12 @@ def test_uniform_sample_is_corrected_as_ppi_py(world, tmp_path):
 def test_sample_by_verdict_is_stratified_by_hand(world, tmp_path):
     db, truth, judged = _copy(world, tmp_path)
     results = cb.Results(db)
-    drawn = results.sample_labels(100, by=["verdict"], seed=8)
+    drawn = results.sample_labels(100, by=["verdict"], seed=8, allocation="equal")
     assert drawn.group_by("verdict").len().sort("verdict").rows() == [("fail", 50),
                                                                       ("pass", 50)]
     fails = int((~judged).sum())
     assert drawn.filter(verdict="fail")["inclusion_prob"][0] == pytest.approx(50 / fails)
-    again = cb.Results(db).sample_labels(100, by=["verdict"], seed=8)
+    again = cb.Results(db).sample_labels(100, by=["verdict"], seed=8, allocation="equal")
     assert again["case_id"].to_list() == drawn["case_id"].to_list()  # the seed repeats it
     ids = drawn["case_id"].to_numpy()
     results.add_labels(drawn.with_columns(human=pl.Series(
@@ -180,6 +180,30 @@ def test_sample_by_verdict_is_stratified_by_hand(world, tmp_path):
         theta, var = theta + share * y.mean(), var + share ** 2 * y.var() / len(y)
     assert row["strata"] == 2 and row["corrected"] == pytest.approx(theta)
     assert row["corrected_high"] == pytest.approx(theta + Z * np.sqrt(var))
+
+
+# (stratum sizes, n, allocation, labels per stratum): at least 2 each, none beyond a
+# stratum's size, the rest by largest remainders
+ALLOCATIONS = [([100, 300], 40, "proportional", [10, 30]),
+               ([100, 300], 40, "equal", [20, 20]),
+               ([5, 1000], 10, "proportional", [2, 8]),
+               ([5, 1000], 100, "equal", [5, 95]),
+               ([1, 3, 6], 100, "proportional", [1, 3, 6]),
+               ([10, 10, 10], 10, "proportional", [4, 3, 3]),
+               ([7], 3, "equal", [3]),
+               ([2], 1, "proportional", [1]),
+               ([], 5, "equal", [])]
+
+
+@pytest.mark.parametrize("sizes, n, allocation, quota", ALLOCATIONS)
+def test_allocation(sizes, n, allocation, quota):
+    got = allocate(np.array(sizes), n, allocation)
+    assert got == quota and sum(got) == min(n, sum(sizes))
+
+
+def test_too_few_labels_for_the_strata_is_refused():
+    with pytest.raises(cb.InputError, match="cannot give each of 3 strata 2"):
+        allocate(np.array([10, 10, 10]), 5)
 
 
 def test_labels_no_sample_drew_are_refused_unless_declared_random(world, tmp_path):
@@ -250,7 +274,8 @@ def test_cli_sample_import_agreement_plan(world, tmp_path):
     assert refused.exit_code == 2 and "labels sample" in refused.output
     out = tmp_path / "to_label.csv"
     sampled = cli.invoke(main, ["labels", "sample", "--n", "80", "--by", "provider,verdict",
-                                "--seed", "4", "-o", str(out), "--db", str(db)])
+                                "--seed", "4", "-o", str(out), "--db", str(db),
+                                "--allocation", "equal"])
     assert sampled.exit_code == 0, sampled.output
     assert "provider=a|verdict=fail: 20" in sampled.output
     sheet = pl.read_csv(out)

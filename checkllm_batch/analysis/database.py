@@ -191,17 +191,29 @@ class Results:
 
     def add_labels(self, frame: Any, label: str = "human", *, run: str | None = None,
                    key: list[str] | None = None, labelled_by: str | None = None,
-                   source: str = "frame") -> dict:
+                   source: str = "frame", anchor: bool = False) -> dict:
         """Store people's labels given after the run: `frame` (Polars or pandas) has a
         column `label` (the same spellings as a label var: pass/fail, true/false, yes/no,
         1/0, a score) and `case_id`, or the dataset's own id columns (vars; or `key`), and
         optionally `assertion_index` and `labelled_by`. Every row must match a case.
-        Returns the counts stored; judge_agreement and the corrected rates read them."""
+        Returns the counts stored; judge_agreement and the corrected rates read them.
+        `anchor`: freeze them too as the anchor set of `label`, which `judge_drift` follows
+        in every run that judges the same outputs and vars again."""
         from .labels import add_labels
 
         rows = frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
         return add_labels(self._writable(), self.run_id(run), rows, label, keys=key,
-                          labelled_by=labelled_by, source=source)
+                          labelled_by=labelled_by, source=source, anchor=anchor)
+
+    def judge_drift(self, label: str = "human", *, alpha: float = 0.05,
+                    metric: str | None = None, type: str | None = None) -> pl.DataFrame:
+        """The judge on the anchor set of `label` (frozen by add_labels(anchor=True)) run
+        over run: per run x judge x graded assertion, its agreement, tpr, tnr and pass
+        rate on the anchors, and against the previous run the anchors it now gets wrong
+        (worse) or right (better) with the exact McNemar p-value; `moved` below alpha."""
+        from .labels import drift
+
+        return drift(self.con, label, alpha, metric, type)
 
     def sample_labels(self, n: int, by: list[str] | None = None, seed: int | None = None,
                       *, run: str | None = None, label: str = "human",

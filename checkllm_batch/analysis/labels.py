@@ -108,13 +108,31 @@ def label_rows(con: Any, run_id: str, frame: pl.DataFrame, label: str, *,
     return rows, frame.height - given.height
 
 
-def add_labels(con: Any, run_id: str, frame: pl.DataFrame, label: str, **options
-               ) -> dict:
-    """Match and store labels; what was stored: labels, cases, empty ones skipped."""
+def add_labels(con: Any, run_id: str, frame: pl.DataFrame, label: str, *,
+               anchor: bool = False, **options) -> dict:
+    """Match and store labels (with `anchor`, frozen as an anchor set too); what was
+    stored: labels, cases, empty ones skipped."""
     rows, empty = label_rows(con, run_id, frame, label, **options)
-    write_labels(con, rows)
+    write_labels(con, rows, anchor)
     return {"run_id": run_id, "label": label, "labels": rows.height,
-            "cases": rows["case_id"].n_unique(), "empty": empty}
+            "cases": rows["case_id"].n_unique(), "empty": empty, "anchor": anchor}
+
+
+def drift(con: Any, label: str, alpha: float = 0.05, metric: str | None = None,
+          type_: str | None = None) -> pl.DataFrame:
+    """judge_drift (store/anchors.py) in run order: the judge on the anchor set of `label`
+    run over run, with the exact McNemar test against the previous run."""
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha must be in (0, 1), got {alpha}")
+    if not store.frame(con, "SELECT count(*) AS n FROM anchor_labels WHERE label = ?",
+                       [label])["n"][0]:
+        raise InputError(f"no anchor set is frozen under the label {label!r}: label a set of "
+                         f"cases once and freeze it with `checkllm-batch labels import FILE "
+                         f"--label {label} --anchor`, then keep those rows in every run's "
+                         "outputs")
+    return store.frame(con, "SELECT * FROM judge_drift(?, alpha := ?, metric := ?, "
+                       "type := ?) ORDER BY started_at, run_id, judge_model, type, "
+                       "metric NULLS FIRST", [label, alpha, metric, type_])
 
 
 STRATA = {"provider": "provider", "prompt": "prompt", "verdict": "status", "type": "type",

@@ -1,4 +1,4 @@
-"""The `labels` commands (import, sample, plan) and the corrected estimates as printed
+"""The `labels` commands (import, sample, plan, drift) and the corrected estimates as printed
 beside `agreement --corrected` and `compare --corrected`."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ CAVEAT = ("n_effective: the labels that alone would give the corrected interval'
 @click.group("labels")
 def labels_group() -> None:
     """People's labels after a run: draw the cases to label (sample), store the labels
-    (import), and plan how many an interval needs (plan)."""
+    (import), plan how many an interval needs (plan), and follow the judge on a frozen
+    anchor set run over run (drift)."""
 
 
 @labels_group.command("import")
@@ -38,18 +39,22 @@ def labels_group() -> None:
 @click.option("--key", help="Comma-separated columns matching the cases' vars (default: "
               "case_id, else the file's columns that are vars of the run).")
 @click.option("--by", "labelled_by", help="Who labelled (unless a labelled_by column says).")
+@click.option("--anchor", is_flag=True, help="Freeze these labels as the anchor set of "
+              "--label: every later run holding the same outputs and vars judges them "
+              "again, and `labels drift` follows the judge on them.")
 @user_errors
 def import_command(file: str, label: str, db: str, run_id: str | None, key: str | None,
-                   labelled_by: str | None) -> None:
+                   labelled_by: str | None, anchor: bool) -> None:
     """Store the labels in FILE (CSV, JSONL or Parquet) for a run's cases. Each row is
     matched by case_id or by the dataset's own id columns; a row matching no case is an
     error, an empty label is skipped. A later import of the same case replaces its label."""
     frame = read_label_file(file)
     keys = key.split(",") if key else None
-    done = Results(db).add_labels(frame, label, run=run_id, key=keys,
+    done = Results(db).add_labels(frame, label, run=run_id, key=keys, anchor=anchor,
                                   labelled_by=labelled_by, source=Path(file).name)
     click.echo(f"run {done['run_id']}: {done['labels']} labels {label!r} on "
-               f"{done['cases']} cases stored ({done['empty']} empty skipped)")
+               f"{done['cases']} cases stored ({done['empty']} empty skipped)"
+               + ("; frozen as the anchor set" if anchor else ""))
 
 
 @labels_group.command("sample")
@@ -112,6 +117,53 @@ def plan_command(width: float, label: str, tpr: float | None, tnr: float | None,
         return
     click.echo(f"labels for a 95 % interval of ±{width:g} points:")
     show(frame=table.with_columns(pl.col("rho").round(3)))
+
+
+@labels_group.command("drift")
+@click.option("--label", default="human", show_default=True,
+              help="The anchor set: the labels frozen under this name (import --anchor).")
+@click.option("--alpha", default=0.05, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True))
+@click.option("--metric", help="Only the graded assertions of this named metric.")
+@click.option("--type", "type_", help="Only graded assertions of this type.")
+@click.option("--db", default="results.duckdb", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True)
+@user_errors
+def drift_command(label: str, alpha: float, metric: str | None, type_: str | None, db: str,
+                  fmt: str) -> None:
+    """The judge on the anchor set, run over run: per run x judge x graded assertion, its
+    agreement with the frozen labels, tpr, tnr and pass rate on the anchors; against the
+    previous run, the anchors it now gets wrong (worse) or right (better) and the exact
+    McNemar test on them. The anchors' outputs are frozen, so a move is the judge's (its
+    model, prompt or settings), not the judged model's."""
+    table = Results(db).judge_drift(label, alpha=alpha, metric=metric, type=type_)
+    if fmt != "table":
+        emit({}, fmt, table=table)
+        return
+    click.echo(f"the judge on the anchor set {label!r}, run over run:")
+    rates = ["agreement", "tpr", "tnr", "judge_pass_rate", "previous_agreement"]
+    show(frame=table.drop("started_at").with_columns(
+        pl.col(rates).mul(100).round(1), pl.col("p_value").round(4)))
+    for row in table.filter(pl.col("previous_run").is_not_null()).iter_rows(named=True):
+        click.echo(drift_sentence(row, alpha))  # one line per run x judge x assertion
+
+
+def drift_sentence(row: dict, alpha: float) -> str:
+    """One run against the previous on the anchors, in words."""
+    what = f"{row['type']}{' · ' + row['metric'] if row['metric'] else ''}"
+    if not row["matched"]:
+        return f"  {row['run_id']} {what}: no anchor in common with {row['previous_run']}"
+    change = (f"{row['matched']} anchors in common with {row['previous_run']}: "
+              f"{row['worse']} now wrong, {row['better']} now right, exact McNemar "
+              f"p = {row['p_value']:.3g}")
+    if row["moved"]:
+        return (f"  {row['run_id']} {what}: the judge moved ({row['previous_judge_model']} -> "
+                f"{row['judge_model']}; {change}): a change in this run's judge pass rates "
+                "may be the judge's, not the model's")
+    return (f"  {row['run_id']} {what}: no significant move of the judge ({change}, not "
+            f"below {alpha:g}): on these anchors the judge does not explain a change in "
+            "pass rates")
 
 
 def _interval(name: str, low: str, high: str) -> pl.Expr:

@@ -131,6 +131,12 @@ def graded_verdicts_sql(columns: set[str] | None = None) -> str:
 
 
 _TRUE, _FALSE = "'pass', 'true', 'yes', '1'", "'fail', 'false', 'no', '0'"
+# the person's verdict from a label's lowered, trimmed text {t}: a spelling, 0 / 1, or a
+# score passing at the assertion's {threshold} (none: 0.5); anything else NULL
+HUMAN = f"""CASE WHEN {{t}} IN ({_TRUE}) THEN true WHEN {{t}} IN ({_FALSE}) THEN false
+                WHEN TRY_CAST({{t}} AS DOUBLE) IN (0, 1) THEN TRY_CAST({{t}} AS DOUBLE) = 1
+                WHEN isfinite(TRY_CAST({{t}} AS DOUBLE))
+                     THEN TRY_CAST({{t}} AS DOUBLE) >= COALESCE({{threshold}}, 0.5) END"""
 
 # a label given after the run (the labels table): the last one per case x assertion, where
 # assertion_index NULL labels each graded assertion of the case; an assertion's own wins
@@ -141,11 +147,7 @@ _GIVEN = """(SELECT run_id, case_id, assertion_index, arg_max(value, labelled_at
 # else the case's var; NULL for none) and the person's verdict read from it
 VERDICT_LABELS = f"""
     SELECT g.* EXCLUDE (output, t, vars), t AS label,
-           CASE WHEN t IN ({_TRUE}) THEN true WHEN t IN ({_FALSE}) THEN false
-                WHEN TRY_CAST(t AS DOUBLE) IN (0, 1) THEN TRY_CAST(t AS DOUBLE) = 1
-                WHEN isfinite(TRY_CAST(t AS DOUBLE))
-                     THEN TRY_CAST(t AS DOUBLE) >= COALESCE(g.threshold, 0.5)
-           END AS human, output, vars
+           {HUMAN.format(t='t', threshold='g.threshold')} AS human, output, vars
     FROM (SELECT g.*, v.output, v.vars,
                  NULLIF(lower(trim(COALESCE(own.value, whole.value, json_extract_string(
                      v.vars, '$."' || label_var || '"')))), '') AS t

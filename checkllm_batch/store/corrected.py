@@ -169,7 +169,7 @@ def rows_sql(measure: str) -> str:
          WHERE v.status IN ('pass', 'fail') AND {_F[measure]} IS NOT NULL)"""
 
 
-# what the macros read in a database from before migration 0012 (views are created after
+# what the macros read in a database from before migration 0012 (0016 for anchors) (views are created after
 # each migration, and a test migrates an old database step by step): no labels, no sample
 STAND_INS = {
     "case_labels": "(SELECT NULL::VARCHAR AS run_id, NULL::BIGINT AS case_id, NULL::INTEGER "
@@ -178,7 +178,10 @@ STAND_INS = {
     "label_samples": "(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS sample_id, "
                      "NULL::BIGINT AS case_id, NULL::VARCHAR AS stratum, NULL::DOUBLE AS "
                      "inclusion_prob, NULL::BOOLEAN AS sampled, NULL::TIMESTAMP AS drawn_at "
-                     "WHERE false)"}
+                     "WHERE false)",
+    "anchor_labels": "(SELECT NULL::VARCHAR AS label, NULL::VARCHAR AS anchor_key, NULL::VARCHAR "
+                     "AS output_md5, NULL::INTEGER AS assertion_index, NULL::VARCHAR AS value, "
+                     "NULL::TIMESTAMP AS frozen_at WHERE false)"}
 
 
 def without_tables(query: str, tables: set[str]) -> str:

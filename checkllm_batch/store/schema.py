@@ -4,7 +4,7 @@ Public tables (columns may be added, never renamed): runs, cases (a view since 0
 store/cases.py), assertion_results
 (assert-set members carry `parent_index`), test_results, named_metrics, derived_metrics.
 `assertions` keeps each assertion's spec. `case_labels` holds people's labels given after a run,
-`label_samples` the samples of cases drawn for labelling. `judge_calls` is the judge's ledger and cache (one
+`label_samples` the samples of cases drawn for labelling, `anchor_labels` the labels frozen as an anchor set. `judge_calls` is the judge's ledger and cache (one
 row per call, by request hash); `judge_batches` / `judge_batch_requests` remember Batch API
 jobs so a crashed run resumes them. A migration is SQL text or a function of the connection.
 Analysis views (store/views.py) are re-created after any migration is applied, so they
@@ -128,6 +128,14 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
     # a stream (a dataframe) is fingerprinted batch by batch as it is read: each committed
     # batch's rows' sha256 (load/fingerprint.py), checked again by a resume
     ("0014_batch_digests", "ALTER TABLE run_batches ADD COLUMN digest VARCHAR"),
+    # an anchor set (`labels import --anchor`): labels frozen by their case's content (the
+    # output and vars hashed: store/anchors.py), judged again by every run that holds them
+    ("0016_anchor_labels", """
+    CREATE TABLE anchor_labels (
+        label VARCHAR, anchor_key VARCHAR, output_md5 VARCHAR, assertion_index INTEGER,
+        value VARCHAR, run_id VARCHAR, case_id BIGINT, labelled_by VARCHAR,
+        frozen_at TIMESTAMP DEFAULT current_timestamp);
+    """),
 ]
 
 

@@ -34,6 +34,8 @@ TABLES = {
               "its graded assertions), label name, value, who, when, from which file",
     "label_samples": "cases drawn for labelling (labels sample): each candidate case's "
                      "stratum and inclusion probability, and whether it was drawn",
+    "anchor_labels": "the anchor set (labels import --anchor): labels frozen by their case's "
+                     "output and vars (anchor_key), judged again by every run that holds them",
     "schema_migrations": "the schema migrations applied to this database",
 }
 
@@ -341,9 +343,10 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     # juries and repeats: their own block (store/votes.py)
     create_vote_views(con, stored)
     _create_graded_verdicts(con, stored)
-    from . import corrected  # it builds on this module's wilson_sql
+    from . import anchors, corrected  # corrected builds on this module's wilson_sql
 
-    for name, (params, comment, query) in {**MACROS, **corrected.MACROS}.items():
+    for name, (params, comment, query) in {**MACROS, **corrected.MACROS,
+                                           **anchors.MACROS}.items():
         query = corrected.without_tables(query, tables)
         con.execute(f"CREATE OR REPLACE MACRO {name}({params}) AS TABLE {query}")
         con.execute(f"COMMENT ON MACRO TABLE {name} IS {sql_string(comment)}")

@@ -52,6 +52,9 @@ PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+CASCADE_FIELDS = ("cascade", "agreement", "risk", "reference", "calibration", "abstain")
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     """How model-graded assertions reach their judge.
@@ -94,17 +97,27 @@ class JudgeConfig:
     models: tuple[Str, ...] | None = None  # a jury (instead of `model`)
     vote: Vote = "majority"
     repeat: Annotated[int, Strict(), Field(ge=1)] = 1
+    # a certified cascade (suites/cascade.py): its stages, each a mapping of these settings
+    # over the block's own, and what it promises; recorded only when a cascade is given
+    cascade: tuple[dict[Str, Any], ...] | None = None
+    agreement: Annotated[Number, Field(gt=0, lt=1)] = 0.9
+    risk: Annotated[Number, Field(gt=0, lt=1)] = 0.1
+    reference: Str = "last"  # or a label name
+    calibration: Annotated[int, Strict(), Field(ge=1)] = 300
+    abstain: Literal["person", "last"] = "person"
 
     @classmethod
     def from_sources(cls, suite: dict[str, Any] | None = None, **options: Any) -> JudgeConfig:
         """The suite's `judge:` block, then command-line options (not None) over it."""
         given = {k: v for k, v in options.items() if v is not None}
         suite = {k: v for k, v in (suite or {}).items()  # a model or jury given on the
-                 if not ({"model", "models"} & set(given) and k in ("model", "models"))}
+                 if not ({"model", "models"} & set(given) and k in ("model", "models",
+                                                                     "cascade"))}
         raw = {**suite, **given}  # command line replaces the suite's, whichever it names
         _raise(validate(cls, raw, Where("judge"), "judge setting"))
         config = TypeAdapter(cls).validate_python(raw)
         config._check_jury()
+        config._check_cascade()
         config._check_price()
         return config
 
@@ -113,8 +126,14 @@ class JudgeConfig:
         does not check what it is given); ConfigError lists what is wrong."""
         _raise(validate(type(self), asdict(self), Where("judge"), "judge setting"))
         self._check_jury()
+        self._check_cascade()
         self._check_price()
         return self
+
+    def _check_cascade(self) -> None:
+        from .cascade import problems
+
+        _raise(problems(self, Where("judge")))
 
     def _check_jury(self) -> None:
         """A jury names its jurors in `models`, never beside a `model`."""
@@ -141,7 +160,12 @@ class JudgeConfig:
 
     @property
     def jurors(self) -> tuple[str, ...]:
-        """The models that grade: the jury, or the one model (none: no judge)."""
+        """The models that grade: the jury, or the one model (none: no judge); a cascade's:
+        every stage's."""
+        if self.cascade:
+            from .cascade import stages
+
+            return tuple(dict.fromkeys(j for s in stages(self) for j in s.config.jurors))
         if self.models:
             return tuple(self.models)
         return (self.model,) if self.model else ()
@@ -178,7 +202,11 @@ class JudgeConfig:
 
     def record(self) -> dict[str, Any]:
         """What is stored with the run: every setting, the key's variable name, never the key."""
-        return {**asdict(self), "api_key_env": self._key_env_shown()}
+        out = {**asdict(self), "api_key_env": self._key_env_shown()}
+        if not self.cascade:  # a run without a cascade records what it always did
+            for name in CASCADE_FIELDS:
+                out.pop(name)
+        return out
 
     def _key_env_shown(self) -> str:
         """The key's variable name, as it may be shown: a name that is neither set in the

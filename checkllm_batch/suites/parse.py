@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError, InputError, Problem, Where
 from ..js.yaml12 import LineDict, load_yaml
-from . import schema
+from . import cascade, schema
 from .judge import JudgeConfig
 from .model import DerivedMetric, Suite, TestSpec
 from .problems import Problems, at, validate
@@ -74,6 +74,7 @@ def _suite(raw: dict, file: str | None, base: Path, vocabulary: Vocabulary,
     judge = raw.get("judge") or {}
     problems.extend(validate(JudgeConfig, judge, at(judge, Where(file, test="judge")),
                              "judge setting"))
+    problems.extend(cascade.check(judge, at(judge, Where(file, test="judge"))))
     provider_tools = _provider_tools(raw.get("providers"), file, base, problems)
     if problems:
         raise ConfigError(problems)

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...suites.cascade import fewest
+
 
 @dataclass(frozen=True)
 class Certified:
@@ -81,15 +83,6 @@ def lower_bound(n: int, k: int, risk: float) -> float | None:
         else:
             high = mid
     return low
-
-
-def fewest(agreement: float, risk: float) -> int:
-    """The fewest kept rows any test can certify: agreement ** n <= risk."""
-    if agreement <= 0.0:
-        return 1
-    if agreement >= 1.0:
-        return math.inf  # type: ignore[return-value]
-    return max(1, math.ceil(math.log(risk) / math.log(agreement) - 1e-12))
 
 
 def certify(confidence: np.ndarray, agrees: np.ndarray, agreement: float,

@@ -6,6 +6,7 @@ import duckdb
 import polars as pl
 
 from ...assertions.registry import Kind
+from ...errors import ConfigError, Problem, Where
 from ...judge.ledger import Ledger
 from ...judge.protocol import Judge
 from ...judge.runner import Runner
@@ -19,6 +20,9 @@ def open_hook(plan: Plan, con: duckdb.DuckDBPyConnection, run_id: str | None,
               dry_run: bool = False) -> JudgeHook:
     if not config.enabled:
         return JudgeHook(plan, config, None)
+    if config.cascade:  # read and checked (suites/cascade.py); never graded by one stage
+        raise ConfigError([Problem(Where("judge"), "a judge cascade is read but not run yet "
+                                   "by this version: give one judge model or a jury")])
     if judge is None and not dry_run:
         from ...judge.openai_judge import OpenAIJudge
 

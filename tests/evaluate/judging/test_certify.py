@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from checkllm_batch.evaluate.judging.certify import binom_cdf, certify, fewest, lower_bound, p_value
+from checkllm_batch.evaluate.judging.certify import binom_cdf, certify, lower_bound, p_value
 
 CDF_CASES = [(0, 1, 0.1), (0, 22, 0.1), (3, 30, 0.1), (10, 300, 0.05), (29, 300, 0.1),
              (150, 300, 0.5), (0, 5000, 0.001), (400, 5000, 0.1), (4999, 5000, 0.9),
@@ -44,12 +44,6 @@ def test_p_value_is_binomtests(n, k, a):
     """P(Bin(n, 1 - a) <= k): the one-sided test that agreement exceeds a."""
     test = stats.binomtest(n - k, n, a, alternative="greater")
     assert p_value(n, k, a) == pytest.approx(test.pvalue, rel=1e-9)
-
-
-@pytest.mark.parametrize(("a", "risk"), [(0.9, 0.1), (0.8, 0.05), (0.95, 0.2), (0.5, 0.5)])
-def test_fewest_rows_any_test_certifies(a, risk):
-    n = fewest(a, risk)
-    assert a ** n <= risk < a ** (n - 1)
 
 
 def _by_scipy(confidence, agrees, a, risk):

@@ -45,7 +45,6 @@ from checkllm_batch.evaluate.batch import evaluate_batch
 from checkllm_batch.evaluate.plan import build_plan
 from checkllm_batch.load.cases import CaseBuilder
 from checkllm_batch.load.outputs import read_batches
-from checkllm_batch.run import lifecycle
 from checkllm_batch.store import cases as cases_store
 from checkllm_batch.store import runs as store
 
@@ -157,7 +156,7 @@ def stages(suite_path: Path, data: Path, batch_rows: int, db: Path
         singles[f"evaluate {i}: {a['type']}"] = build_plan(load_suite(path))
     db.unlink(missing_ok=True)
     con = store.connect(db)
-    run_id, _ = lifecycle.begin(con, suite, str(data), {})
+    run_id = store.start_run(con, suite, str(data), {})
     took: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     counts: dict[str, int] = defaultdict(int)
     done, builder, text = 0, None, True

@@ -4,7 +4,7 @@ How a run goes is in run/ (the single-process engine) and distributed/ (Ray)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import duckdb
 
@@ -28,14 +28,32 @@ __all__ = ["BATCH_ROWS", "Outputs", "Run", "check_apart", "dry_run", "evaluate",
            "inline_outputs", "open_results", "write"]
 
 
+DB = str | Path | duckdb.DuckDBPyConnection
+
+
+@overload
+def evaluate(suite: Suite | str | Path, outputs: Outputs = ..., *, db: None,
+             batch_rows: int = ..., progress: bool = ..., config: dict[str, Any] | None = ...,
+             judge_config: JudgeConfig | None = ..., judge: Judge | None = ...,
+             resume: str | None = ..., engine: str = ..., results: str | None = ...,
+             copy_outputs: bool = ..., text_parts: bool = ...,
+             judge_sample: str | float | None = ..., judge_sample_seed: int = ...
+             ) -> dict[str, Any]: ...
+@overload
+def evaluate(suite: Suite | str | Path, outputs: Outputs = ..., *, db: DB = ...,
+             batch_rows: int = ..., progress: bool = ..., config: dict[str, Any] | None = ...,
+             judge_config: JudgeConfig | None = ..., judge: Judge | None = ...,
+             resume: str | None = ..., engine: str = ..., results: str | None = ...,
+             copy_outputs: bool = ..., text_parts: bool = ...,
+             judge_sample: str | float | None = ..., judge_sample_seed: int = ...) -> Run: ...
 def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *,
-             db: str | Path | duckdb.DuckDBPyConnection = ":memory:",
-             batch_rows: int = BATCH_ROWS, progress: bool = False,
-             config: dict[str, Any] | None = None, judge_config: JudgeConfig | None = None,
-             judge: Judge | None = None, resume: str | None = None,
-             engine: str = "local", copy_outputs: bool = False, text_parts: bool = False,
+             db: DB | None = ":memory:", batch_rows: int = BATCH_ROWS,
+             progress: bool = False, config: dict[str, Any] | None = None,
+             judge_config: JudgeConfig | None = None, judge: Judge | None = None,
+             resume: str | None = None, engine: str = "local", results: str | None = None,
+             copy_outputs: bool = False, text_parts: bool = False,
              judge_sample: str | float | None = None, judge_sample_seed: int = SAMPLE_SEED
-             ) -> Run:
+             ) -> Run | dict[str, Any]:
     """Score `outputs` (a file, a DuckDB table, a frame, or the suite's inline outputs)
     against `suite`, writing results batch by batch into the DuckDB database `db`.
 
@@ -43,8 +61,9 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *,
     `judge:` block), through `judge` if given (else the OpenAI-compatible client).
     `resume` re-runs the run of that id in place: no judge call already answered is sent.
     `engine="ray"` runs it on a Ray cluster (Parquet files, or a Ray Dataset as `outputs`;
-    see docs/ray.md). A Parquet file's outputs and vars are not copied into `db`: its
-    `cases` view reads them from the file (store/cases.py), unless `copy_outputs`; every
+    see docs/ray.md): its Parquet shards go to the directory `results` (kept); with `db=None`
+    only the shards are written and their manifest (a dict) is returned.
+    A Parquet file's outputs and vars are not copied into `db`: its `cases` view reads them from the file (store/cases.py), unless `copy_outputs`; every
     other source's (a dataframe's) are stored in `db`, one file to move or copy, or, with
     `text_parts`, written as Parquet parts in a folder beside a file `db`
     (`<db>.cases/<run_id>/`: faster, and to be moved or copied with it).
@@ -56,6 +75,7 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *,
                         (text_parts, "text_parts")):
         arguments.flag(value, name)
     arguments.optional_text(resume, "resume")
+    arguments.optional_text(results, "results")
     arguments.mapping(config, "config")
     if engine not in ("local", "ray"):
         hint = did_you_mean(engine, ("local", "ray")) if isinstance(engine, str) else ""
@@ -69,8 +89,11 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *,
                              "engine='ray' yet")
         from .distributed import evaluate_on
         return evaluate_on(engine, suite, outputs, db=db, batch_rows=batch_rows,
-                           config=config, resume=resume, judge_config=judge_config,
-                           judge=judge)
+                           config=config, resume=resume, results=results,
+                           judge_config=judge_config, judge=judge)
+    if db is None or results is not None:
+        raise InputError("results= (the shards' directory) and db=None are engine='ray' "
+                         "options: the local engine writes to a database")
     return evaluate_local(suite, outputs, db=db, batch_rows=batch_rows, progress=progress,
                           config=config, judge_config=judge_config, judge=judge,
                           resume=resume, copy_outputs=copy_outputs, text_parts=text_parts,
@@ -95,10 +118,11 @@ def _check(suite: Any, outputs: Any, db: Any, batch_rows: Any, judge_sample: Any
            judge_sample_seed: Any) -> None:
     """A run's arguments, before anything is read or created."""
     arguments.outputs(outputs)
-    arguments.database(db)
     arguments.rows(batch_rows)
     arguments.sample(judge_sample, judge_sample_seed)
-    check_apart(outputs, db)
+    if db is not None:  # None: a Ray run that writes only its shards
+        arguments.database(db)
+        check_apart(outputs, db)
 
 
 def open_results(db: str | Path) -> duckdb.DuckDBPyConnection:

@@ -124,8 +124,6 @@ def eval_on_ray(spec, outputs: str | None, *, db: str | None, results: str | Non
                 batch_rows: int, resume: str | None, judge_config, refused: dict):
     """The run loaded into `db`; or, with no database, the shards written to `results`,
     their totals printed (exit 0 when every test passes, 1 otherwise)."""
-    from ..distributed import evaluate_ray
-
     given = [name for name, value in refused.items() if value]
     if given:
         raise UserError(f"{given[0]} is not supported with --engine ray yet")
@@ -135,10 +133,10 @@ def eval_on_ray(spec, outputs: str | None, *, db: str | None, results: str | Non
     if db is None and results is None:
         raise UserError("--engine ray needs --db, --results DIR, or both")
     warn_without_judge(spec, judge_config)
-    run = evaluate_ray(spec, outputs, db=db, results=results, batch_rows=batch_rows,
+    run = api.evaluate(spec, outputs, db=db, results=results, batch_rows=batch_rows,
                        config={"outputs": outputs, "db": db, "batch_rows": batch_rows},
-                       resume=resume, judge_config=judge_config)
-    if db is not None or results is None:  # (no db: refused above unless results is given)
+                       resume=resume, judge_config=judge_config, engine="ray")
+    if isinstance(run, api.Run) or results is None:
         return run
     totals = shard_totals(results)
     click.echo(f"{totals['cases']} cases, {totals['pass']} passed, {totals['fail']} failed, "

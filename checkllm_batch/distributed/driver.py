@@ -24,9 +24,8 @@ import polars as pl
 from ..analysis.run import Run
 from ..assertions.registry import Kind
 from ..errors import CheckLLMError, InputError, did_you_mean
-from ..evaluate.judging.hook import JudgeHook
-from ..evaluate.judging.session import close_hook, open_hook
-from ..evaluate.plan import Plan, build_plan
+from ..evaluate.judging.session import opened_hook
+from ..evaluate.plan import Plan
 from ..judge.protocol import Judge
 from ..run import lifecycle
 from ..run.batches import TABLES
@@ -84,47 +83,41 @@ def evaluate_ray(suite: Suite, outputs: Any, *,
     `resume` takes up a stopped run of `db` over Parquet files again: the fragments whose
     shards it wrote are kept. Model-graded assertions go to the judge of `judge_config`
     (default: the suite's) from this process only (docs/ray.md)."""
-    plan = build_plan(suite)
-    check_supported(plan, db)
-    judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
-    source, fragments, refs = _units(outputs, batch_rows, resume)
-    con = store.connect(db) if db is not None else None
-    if results is not None and "://" not in results:
-        results = os.path.abspath(results)
-    if resume:
-        resume = store.run_to_resume(con, resume) if con is not None else resume
-        results = _resumable(con, resume, source)
-    with _results_dir(results) as directory:
+    prepared = lifecycle.prepare(suite, judge_config, config,
+                                 lambda config: _units(outputs, batch_rows, resume))
+    check_supported(prepared.plan, db)
+    (source, fragments, refs), plan = prepared.outputs, prepared.plan
+    with lifecycle.Lifecycle() as life:
+        con = life.connect(db) if db is not None else None
+        if results is not None and "://" not in results:
+            results = os.path.abspath(results)
+        if resume:
+            resume = store.run_to_resume(con, resume) if con is not None else resume
+            results = _resumable(con, resume, source)
+        directory = life.resources.enter_context(_results_dir(results))
         manifest = _manifest(directory, suite, source, fragments, reuse=refs is None)
-        work = Work(suite, source, directory, batch_rows, judge_config, refs)
+        # from here the shards are this run's: bad input in them removes them (never before:
+        # a refused directory holds another run's)
+        life.resources.push(partial(_discard, directory, fragments))
+        work = Work(suite, source, directory, batch_rows, prepared.judge_config, refs)
         if con is None:
-            with _judge(plan, store.connect(":memory:"), None, judge_config, judge) as hook:
-                try:
-                    work.run(fragments, hook.runner, num_cpus)
-                except BaseException as e:
-                    _discard(directory, fragments, e)
-                    raise
-            return manifest
-        config = {**(config or {}), "engine": "ray", "results": results,
-                  "judge": judge_config.record()}
-        # a resumed run's committed batches are whole fragments: they are not loaded again
-        run_id, committed = lifecycle.begin(con, suite, source, config, resume)
-        hook = open_hook(plan, con, run_id, judge_config, judge=judge)
-        with lifecycle.recorded(con, run_id, partial(_stop, hook, directory, fragments)):
+            hook = life.resources.enter_context(opened_hook(
+                plan, store.connect(":memory:"), None, prepared.judge_config, judge=judge))
             work.run(fragments, hook.runner, num_cpus)
-            _load(con, run_id, directory, [f for f in fragments if f.first_case_id >= committed])
-            lifecycle.finish(con, run_id, plan, hook)
-        close_hook(hook)
+            return manifest
+        config = {**prepared.config, "engine": "ray", "results": results}
+        # a resumed run's committed batches are whole fragments: they are not loaded again
+        run_id, committed = life.begin(suite, source, config, resume)
+        hook = life.resources.enter_context(opened_hook(plan, con, run_id,
+                                                        prepared.judge_config, judge=judge))
+        work.run(fragments, hook.runner, num_cpus)
+        _load(con, run_id, directory, [f for f in fragments if f.first_case_id >= committed])
+        life.finish(plan, hook)
     return Run(con, run_id)
 
 
-def _stop(hook: JudgeHook, directory: str, fragments: list, error: BaseException) -> None:
-    """The driver's judge closed before the run is recorded as failed; see _discard."""
-    close_hook(hook)
-    _discard(directory, fragments, error)
-
-
-def _discard(directory: str, fragments: list, error: BaseException) -> None:
+def _discard(directory: str, fragments: list, kind, error: BaseException | None,
+             trace) -> None:
     """Bad input in a fragment: the shards of the others are removed with the manifest, as
     the single-machine run removes its stored rows. They are no run's results, and no
     resume can go past the bad row (the fixed file is another file)."""
@@ -206,16 +199,6 @@ def _manifest(directory: str, suite: Suite, source: str, fragments: list, reuse:
     with fs.open_output_stream(path) as f:
         f.write(json.dumps(manifest, indent=1).encode())
     return manifest
-
-
-@contextmanager
-def _judge(plan: Plan, con, run_id: str | None, config: JudgeConfig, judge: Judge | None):
-    """The run's judge hook in this process: its one Runner (None without a judge)."""
-    hook = open_hook(plan, con, run_id, config, judge=judge)
-    try:
-        yield hook
-    finally:
-        close_hook(hook)
 
 
 @dataclass

@@ -18,9 +18,8 @@ from ..analysis.run import Run
 from ..assertions import pool
 from ..assertions.registry import VectorType
 from ..errors import InputError
-from ..evaluate.judging.hook import JudgeHook
-from ..evaluate.judging.session import close_hook, open_hook
-from ..evaluate.plan import Plan, build_plan
+from ..evaluate.judging.session import opened_hook
+from ..evaluate.plan import Plan
 from ..judge.protocol import Judge
 from ..load.cases import CaseBuilder
 from ..load.fingerprint import batch_digest, fingerprint, skip_checked
@@ -44,21 +43,27 @@ def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path | DuckDBPyC
                    text_parts: bool = False, sample: tuple[Any, int] = (None, SEED)) -> Run:
     """cb.evaluate in this process (its arguments are documented there; `sample` is its
     judge_sample and judge_sample_seed)."""
-    judge_config = (judge_config or JudgeConfig.from_sources(suite.judge)).check()
-    plan = build_plan(suite)
-    config = {**(config or {}), "judge": judge_config.record()}
-    source, batches, total, identity = open_outputs(suite, outputs, batch_rows, config)
-    chosen = JudgeSample.parse(sample[0], total, sample[1]) if sample[0] is not None else None
-    if chosen is not None:
-        config["judge_sample"] = chosen.record()
-    _start_pool(plan, total)
-    evaluator = BatchEvaluator(plan, source)
-    reader, (builder, batches) = batches, _checked_first(evaluator, batches)
-    con = store.connect(db)
-    writer = ThreadPoolExecutor(max_workers=1)
-    hashed = writer.submit(_fingerprint, identity, config)
-    try:  # checked before the run is taken up: a refusal leaves it as it was
-        if resume:
+    prepared = lifecycle.prepare(suite, judge_config, config,
+                                 partial(open_outputs, suite, outputs, batch_rows))
+    source, batches, total, identity = prepared.outputs
+    config, plan = prepared.config, prepared.plan
+    with lifecycle.Lifecycle() as life:
+        resources = life.resources
+        resources.callback(_stop_reading, batches)
+        chosen = JudgeSample.parse(sample[0], total, sample[1]) if sample[0] is not None \
+            else None
+        if chosen is not None:
+            config["judge_sample"] = chosen.record()
+        _start_pool(plan, total)
+        evaluator = BatchEvaluator(plan, source)
+        builder, batches = _checked_first(evaluator, batches)
+        con = life.connect(db)
+        out = con.cursor()  # the writer's own connection: its transactions are its own
+        resources.callback(out.close)
+        writer = ThreadPoolExecutor(max_workers=1)  # closed before `out`: it writes there,
+        resources.callback(writer.shutdown, wait=True)  # and a batch handed to it is saved
+        hashed = writer.submit(_fingerprint, identity, config)
+        if resume:  # checked before the run is taken up: a refusal leaves it as it was
             resumed = store.run_to_resume(con, resume)
             chosen = resumed_sample(con, resumed, chosen)
             text_parts = cases_store.has_parts(con, resumed)  # its text kept as it began
@@ -67,27 +72,18 @@ def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path | DuckDBPyC
                                        resumed)
         if text_parts:
             cases_store.parts_root(con)  # its folder checked before the run starts
-    except BaseException:
-        writer.shutdown(wait=True)
-        _stop_reading(reader)
-        raise
-    run_id, done = lifecycle.begin(con, suite, source, config, resume, hashed.result)
-    skip = 0 if resume and identity is None else done
-    text = _keeps_text(con, run_id, resume, (copy_outputs, text_parts), outputs, builder,
-                       done)
-    hook = open_hook(plan, con, run_id, judge_config, judge=judge, progress=progress)
-    evaluator.hook = sampled(hook, chosen)
-    bar = RunProgress(run_id, total, progress, hook.runner, done=done)
-    out = con.cursor()  # the writer's own connection: its transactions are its own
-    append = partial(_append, out, run_id, hashed.result, text, identity is None)
-    try:
-        with lifecycle.recorded(con, run_id, partial(_stop, writer, reader, hook, out)):
-            _store_batches(evaluator, skip_rows(batches, skip), done, writer, append, bar)
-            lifecycle.finish(con, run_id, plan, hook)
-    finally:
-        bar.close()
-    close_hook(hook)
-    out.close()
+        run_id, done = life.begin(suite, source, config, resume, hashed.result)
+        skip = 0 if resume and identity is None else done
+        text = _keeps_text(con, run_id, resume, (copy_outputs, text_parts), outputs, builder,
+                           done)
+        hook = resources.enter_context(opened_hook(plan, con, run_id, prepared.judge_config,
+                                                   judge=judge, progress=progress))
+        evaluator.hook = sampled(hook, chosen)
+        bar = RunProgress(run_id, total, progress, hook.runner, done=done)
+        resources.callback(bar.close)
+        append = partial(_append, out, run_id, hashed.result, text, identity is None)
+        _store_batches(evaluator, skip_rows(batches, skip), done, writer, append, bar)
+        life.finish(plan, hook)
     return Run(con, run_id)
 
 
@@ -103,14 +99,10 @@ def _checked_first(evaluator: BatchEvaluator, batches: Iterator[pa.RecordBatch]
                    ) -> tuple[CaseBuilder, Iterator[pa.RecordBatch]]:
     """The first batch's case builder and all the batches: a source with no rows or
     without the columns the suite needs is an error before any run starts."""
-    try:
-        first = next(batches, None)
-        if first is None:
-            raise InputError(f"{evaluator.source}: no rows")
-        builder = evaluator.builder(first.schema)
-    except BaseException:
-        _stop_reading(batches)
-        raise
+    first = next(batches, None)
+    if first is None:
+        raise InputError(f"{evaluator.source}: no rows")
+    builder = evaluator.builder(first.schema)
     return builder, itertools.chain([first], batches)  # not held here for the whole run
 
 
@@ -139,17 +131,6 @@ def _append(out, run_id: str, outputs_hash: Callable[[], str | None],
     """One batch stored by the writer: a stream's batch with its rows' digest."""
     digest = partial(batch_digest, [batch]) if streamed else lambda: None
     store.append(out, run_id, cases, results, tests, outputs_hash, text=text, digest=digest)
-
-
-def _stop(writer: ThreadPoolExecutor, reader: Iterator, hook: JudgeHook, out,
-          error: BaseException) -> None:
-    """The run's threads and files let go, before it is recorded as failed. A batch
-    evaluated whole and handed to the writer is saved, even if the writer has not picked
-    it up yet: cancelling it would lose work a resume then repeats."""
-    writer.shutdown(wait=True)
-    _stop_reading(reader)
-    close_hook(hook)
-    out.close()
 
 
 def _stop_reading(reader: Iterator) -> None:

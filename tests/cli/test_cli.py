@@ -221,3 +221,33 @@ def test_an_unexpected_error_is_one_line_naming_the_log_of_its_traceback(tmp_pat
         assert con.sql("SELECT status, error FROM runs").fetchall() == [
             ("failed", "RuntimeError: boom ünï")]
 
+
+def test_a_stop_mid_run_prints_the_resume_command(tmp_path, monkeypatch, judge_server):
+    """A generator torn down mid-run (as Ctrl-C can land): exit 130, the run recorded
+    `interrupted`, and the command to resume it said; the resume finishes it."""
+    from judge_server import RUBRIC_SUITE
+
+    from checkllm_batch.judge.openai_judge import OpenAIJudge
+
+    send, sent = OpenAIJudge.send, []
+
+    def stops(self, request):
+        sent.append(request)
+        if len(sent) == 5:
+            raise GeneratorExit
+        return send(self, request)
+
+    monkeypatch.setattr(OpenAIJudge, "send", stops)
+    suite = write_suite(tmp_path, RUBRIC_SUITE)
+    rows = [{"test_id": "t", "output": f"good {i} ✓"} for i in range(12)]
+    args = ["eval", suite, "--outputs", outputs_file(tmp_path, "jsonl", rows), "--db",
+            tmp_path / "r.duckdb", "--batch-rows", "4", "--judge-base-url", judge_server.url,
+            "--judge-concurrency", "1"]
+    stopped = invoke(*args)
+    assert stopped.exit_code == 130, stopped.output
+    with duckdb.connect(str(tmp_path / "r.duckdb")) as con:
+        [(run_id, status)] = con.sql("SELECT run_id, status FROM runs").fetchall()
+    assert status == "interrupted"
+    assert f"--resume {run_id}" in stopped.stderr
+    monkeypatch.setattr(OpenAIJudge, "send", send)
+    assert invoke(*args, "--resume", run_id).exit_code == 0

@@ -1,6 +1,7 @@
 """A run's record (run/lifecycle.py) is the same on both engines: bad input found mid-run
-leaves no partial results, and a second Ctrl-C while the run is being recorded as stopped
-cannot leave it `running`. Ray runs a local cluster of 2 CPUs, as in
+leaves no partial results, a failure at start-up or a stop (Ctrl-C, generator teardown) at
+any point records the run with its real cause, and a second Ctrl-C while the run is being
+recorded as stopped cannot leave it `running`. Ray runs a local cluster of 2 CPUs, as in
 tests/distributed/test_driver.py."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import signal
+import threading
 import time
 
 import duckdb
@@ -17,7 +19,8 @@ import pytest
 from conftest import write_suite
 
 import checkllm_batch as cb
-from checkllm_batch.errors import InputError, Interrupted
+from checkllm_batch.errors import ConfigError, InputError, Interrupted
+from checkllm_batch.suites.judge import JudgeConfig
 
 # one worker of pytest-xdist (tests/run.sh) runs every Ray test: one local cluster at a time
 pytestmark = pytest.mark.xdist_group("ray")
@@ -55,15 +58,15 @@ def outputs(tmp_path, bad_row: int | None = None) -> str:
     return str(path)
 
 
-def evaluate(engine: str, tmp_path, source: str) -> cb.Run:
-    suite = cb.load(write_suite(tmp_path, SUITE))
+def evaluate(engine: str, tmp_path, source: str, suite: dict = SUITE, **options) -> cb.Run:
+    spec = cb.load(write_suite(tmp_path, suite))
     db = tmp_path / "r.duckdb"
     if engine == "local":
-        return cb.evaluate(suite, source, db=db, batch_rows=BATCH)
+        return cb.evaluate(spec, source, db=db, batch_rows=BATCH, **options)
     from checkllm_batch.distributed import evaluate_ray
 
-    return evaluate_ray(suite, source, db=db, results=str(tmp_path / "shards"),
-                        batch_rows=BATCH)
+    return evaluate_ray(spec, source, db=db, results=str(tmp_path / "shards"),
+                        batch_rows=BATCH, **options)
 
 
 def stored(tmp_path) -> dict[str, int]:
@@ -115,3 +118,63 @@ def test_a_second_ctrl_c_cannot_leave_the_run_running(engine, tmp_path, monkeypa
         stopped = e
     assert isinstance(stopped, Interrupted), repr(stopped)
     assert stored(tmp_path)["runs"] == ["interrupted"]
+
+
+JUDGED = {"judge": {"model": "gpt-4o-mini", "api_key_env": "CHECKLLM_TEST_NO_SUCH_KEY"},
+          "tests": [{"description": f"t{i}", "assert": [
+              {"type": "contains", "value": "ü"}, {"type": "llm-rubric", "value": "good"}]}
+              for i in range(2)]}
+
+
+def ours() -> set[threading.Thread]:
+    """Threads a run starts: its writer and judge pools, the read-ahead reader."""
+    return {t for t in threading.enumerate()
+            if t.name.startswith("ThreadPoolExecutor") or "(produce)" in t.name}
+
+
+def test_a_start_up_failure_leaves_no_run_running(engine, tmp_path, monkeypatch):
+    """No API key for the judge: ConfigError when the judge opens, after the run is
+    recorded. The run ends `failed` with that cause (not `running`, later relabelled
+    `interrupted`), its threads are gone and its database is free."""
+    monkeypatch.delenv("CHECKLLM_TEST_NO_SUCH_KEY", raising=False)
+    before = ours()
+    with pytest.raises(ConfigError, match="CHECKLLM_TEST_NO_SUCH_KEY"):
+        evaluate(engine, tmp_path, outputs(tmp_path), JUDGED)
+    assert ours() - before == set()
+    with duckdb.connect(str(tmp_path / "r.duckdb")) as con:  # read-write: no connection of the run left open
+        [(status, error)] = con.sql("SELECT status, error FROM runs").fetchall()
+    assert status == "failed" and error.startswith("ConfigError: ") \
+        and "CHECKLLM_TEST_NO_SUCH_KEY" in error
+
+
+class Stops:
+    """A judge that answers, then on its `after`-th request raises `stop` (as Ctrl-C or a
+    generator torn down would, mid-run)."""
+
+    def __init__(self, stop: type[BaseException], after: int):
+        self.stop, self.after, self.sent = stop, after, 0
+
+    def send(self, request):
+        from checkllm_batch.judge.protocol import Reply
+
+        self.sent += 1
+        if self.sent == self.after:
+            raise self.stop()
+        return Reply(text='{"reason": "ok", "pass": true, "score": 1.0}')
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, GeneratorExit])
+def test_a_stop_mid_run_is_recorded_interrupted_and_resumes(engine, tmp_path, stop):
+    """Ctrl-C or a generator's teardown after some batches: the run is `interrupted` with
+    that cause, Interrupted names it for the resume hint, and `resume` finishes it (today a
+    GeneratorExit left it `failed`, with no hint)."""
+    source, config = outputs(tmp_path), JudgeConfig(model="m", concurrency=1)
+    with pytest.raises(Interrupted) as stopped:
+        evaluate(engine, tmp_path, source, JUDGED, judge=Stops(stop, 60), judge_config=config)
+    with duckdb.connect(str(tmp_path / "r.duckdb")) as con:
+        [(run_id, status, error)] = con.sql("SELECT run_id, status, error FROM runs").fetchall()
+    assert (status, error) == ("interrupted", stop.__name__)
+    assert stopped.value.run_id == run_id
+    run = evaluate(engine, tmp_path, source, JUDGED, judge=Stops(stop, 0), judge_config=config,
+                   resume=run_id)
+    assert run.status == "finished" and run.test_results.height == ROWS

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import duckdb
 import polars as pl
 
@@ -40,6 +43,17 @@ def plan_calls(plan: Plan, cases: pl.DataFrame, hook: JudgeHook) -> None:
         if p.kind is Kind.JUDGE and not p.reads_judge_cost:
             hook(p, cases if p.tests is None
                  else cases.filter(pl.col("test_index").is_in(list(p.tests))))
+
+
+@contextlib.contextmanager
+def opened_hook(plan: Plan, con: duckdb.DuckDBPyConnection, run_id: str | None,
+                config: JudgeConfig, **options) -> Iterator[JudgeHook]:
+    """The run's judge hook, closed (its calls in flight ended) however the block ends."""
+    hook = open_hook(plan, con, run_id, config, **options)
+    try:
+        yield hook
+    finally:
+        close_hook(hook)
 
 
 def close_hook(hook: JudgeHook) -> None:

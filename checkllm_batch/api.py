@@ -29,6 +29,7 @@ __all__ = ["BATCH_ROWS", "Outputs", "Run", "check_apart", "dry_run", "evaluate",
 
 
 DB = str | Path | duckdb.DuckDBPyConnection
+ENGINES = ("local", "ray")  # "ray": distributed/, imported only when chosen
 
 
 @overload
@@ -77,8 +78,8 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *,
     arguments.optional_text(resume, "resume")
     arguments.optional_text(results, "results")
     arguments.mapping(config, "config")
-    if engine not in ("local", "ray"):
-        hint = did_you_mean(engine, ("local", "ray")) if isinstance(engine, str) else ""
+    if engine not in ENGINES:
+        hint = did_you_mean(engine, ENGINES) if isinstance(engine, str) else ""
         raise InputError(f"engine: takes 'local' or 'ray', not {arguments.given(engine)}{hint}")
     if copy_outputs and text_parts:
         raise InputError("copy_outputs and text_parts: choose one place for the cases' text")
@@ -87,13 +88,16 @@ def evaluate(suite: Suite | str | Path, outputs: Outputs = None, *,
         if judge_sample is not None or text_parts:
             raise InputError("judge_sample and text_parts are not supported with "
                              "engine='ray' yet")
-        from .distributed import evaluate_on
-        return evaluate_on(engine, suite, outputs, db=db, batch_rows=batch_rows,
-                           config=config, resume=resume, results=results,
-                           judge_config=judge_config, judge=judge)
-    if db is None or results is not None:
-        raise InputError("results= (the shards' directory) and db=None are engine='ray' "
-                         "options: the local engine writes to a database")
+        from .distributed import evaluate_ray
+        return evaluate_ray(suite, outputs, db=db, batch_rows=batch_rows, config=config,
+                            resume=resume, results=results, judge_config=judge_config,
+                            judge=judge)
+    if db is None:
+        raise InputError("db: None (write only the shards) is an engine='ray' option: the "
+                         "local engine writes to a database path, ':memory:' or a connection")
+    if results is not None:
+        raise InputError("results: the shards' directory is an engine='ray' option: the local "
+                         "engine writes to db")
     return evaluate_local(suite, outputs, db=db, batch_rows=batch_rows, progress=progress,
                           config=config, judge_config=judge_config, judge=judge,
                           resume=resume, copy_outputs=copy_outputs, text_parts=text_parts,

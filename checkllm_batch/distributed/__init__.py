@@ -3,6 +3,6 @@ Parquet fragments (or a Ray Dataset's blocks) evaluated by Ray tasks into Parque
 loaded into the results database as one run. See docs/ray.md."""
 
 from ..run.batches import evaluate_frames
-from .driver import evaluate_on, evaluate_ray
+from .driver import evaluate_ray
 
-__all__ = ["evaluate_frames", "evaluate_on", "evaluate_ray"]
+__all__ = ["evaluate_frames", "evaluate_ray"]

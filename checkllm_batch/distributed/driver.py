@@ -23,7 +23,7 @@ import polars as pl
 
 from ..analysis.run import Run
 from ..assertions.registry import Kind
-from ..errors import CheckLLMError, InputError, did_you_mean
+from ..errors import CheckLLMError, InputError
 from ..evaluate.judging.session import opened_hook
 from ..evaluate.plan import Plan
 from ..judge.protocol import Judge
@@ -53,22 +53,6 @@ def check_supported(plan: Plan, db) -> None:
                 f"{plan.suite.path}: test {test.description or test.index!r}: {p.spec.type} "
                 "is decided across the outputs of a test, over the results database: "
                 "give --db with --engine ray")
-
-
-ENGINES = ("local", "ray")
-
-
-def evaluate_on(engine: str, suite: Suite, outputs: Any, *,
-                db: str | Path | duckdb.DuckDBPyConnection | None = ":memory:",
-                batch_rows: int = 100_000, config: dict[str, Any] | None = None,
-                resume: str | None = None, results: str | None = None, judge_config=None,
-                judge=None):
-    """api.evaluate's `engine=`: the engines other than the single-machine one."""
-    if engine != "ray":
-        raise InputError(f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}; "
-                         f"engines are: {', '.join(ENGINES)}")
-    return evaluate_ray(suite, outputs, db=db, results=results, batch_rows=batch_rows,
-                        config=config, resume=resume, judge_config=judge_config, judge=judge)
 
 
 def evaluate_ray(suite: Suite, outputs: Any, *,

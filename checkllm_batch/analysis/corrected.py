@@ -11,6 +11,7 @@ runs; `labels_needed` and `plan` say how many labels an interval needs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -99,6 +100,40 @@ def labels_needed(half_width: float, var_y: float, rho: float, n_judged: int
     return alone, int(np.ceil(max(with_judge, 2)))
 
 
+def difference_half_width(drop: float, power: float = 0.8, alpha: float = 0.05) -> float:
+    """The 95 % half-width each of two independent groups' corrected estimates needs for
+    their difference to detect `drop` with `power` by a two-sided z-test at `alpha`: the
+    difference's variance, twice a group's, is drop^2 / (z_{1-alpha/2} + z_power)^2."""
+    z = NormalDist().inv_cdf
+    return drop * Z95 / ((z(1 - alpha / 2) + z(power)) * np.sqrt(2))
+
+
+def labels_for_difference(drop: float, var_y: float, rho: float, n_judged: int | None,
+                          power: float = 0.8, alpha: float = 0.05) -> tuple[int, int]:
+    """(labels alone, with PPI++) per group for two groups' corrected difference to detect
+    `drop` (n_judged: each group's judged cases; None: as many as wanted)."""
+    big = n_judged if n_judged is not None else 10 ** 12
+    return labels_needed(difference_half_width(drop, power, alpha), var_y, rho, big)
+
+
+def corrected_sample_size(drop: float, pass_rate: float, tpr: float = 0.9,
+                          tnr: float | None = None, judged: int | None = None,
+                          power: float = 0.8, alpha: float = 0.05) -> tuple[int, int]:
+    """(labels alone, with the judge) per group for two independent groups' corrected pass
+    rates (two providers, or two runs each with its own labels) to detect a difference of
+    `drop` around the people's `pass_rate`, the judge assumed to have `tpr` / `tnr`."""
+    from .power import fractions
+
+    tnr = tpr if tnr is None else tnr
+    fractions(drop=drop, pass_rate=pass_rate, tpr=tpr, tnr=tnr)
+    if not 0 < drop < 1 or not 0 < pass_rate < 1:
+        raise InputError("the drop and the pass rate must be strictly between 0 and 1")
+    if judged is not None and judged < 2:
+        raise InputError(f"judged cases per group must be at least 2, got {judged}")
+    var_y, rho = assumed_agreement(pass_rate, tpr, tnr)
+    return labels_for_difference(drop, var_y, rho, judged, power, alpha)
+
+
 def assumed_agreement(pass_rate: float, tpr: float, tnr: float) -> tuple[float, float]:
     """(var_y, rho) of a person's verdict and a judge's with the given TPR / TNR, where
     `pass_rate` is the people's: to plan before any label."""
@@ -143,7 +178,8 @@ def plan(results: Results, run_id: str, label: str, half_width: float,
     """Per graded assertion x provider: the labels a 95 % interval of +- half_width needs
     alone and with the judge (PPI++), from the labels so far (their variance and the
     judge's correlation with them), or from an assumed TPR / TNR when given or when there
-    are none (the people's rate then read back from the judge's through them)."""
+    are none (the people's rate then read back from the judge's through them). For a
+    difference of two groups, half_width is difference_half_width's."""
     judged = results.query(
         "SELECT judge_model, type, metric, provider, count(*) AS n_judged, "
         "avg((status = 'pass')::INTEGER) AS judge_rate FROM graded_verdicts "

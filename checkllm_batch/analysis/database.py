@@ -253,14 +253,35 @@ class Results:
         return corrected(self, self.run_id(run), label, scores=scores,
                          labels_random=labels_random, slice=slice, metric=metric, type_=type)
 
-    def labels_plan(self, half_width: float, label: str = "human", *,
+    def labels_plan(self, half_width: float | None = None, label: str = "human", *,
                     run: str | None = None, tpr: float | None = None,
-                    tnr: float | None = None) -> pl.DataFrame:
+                    tnr: float | None = None, drop: float | None = None,
+                    power: float = 0.8, alpha: float = 0.05) -> pl.DataFrame:
         """How many labels a 95 % interval of +- half_width (a fraction) needs, alone and
-        with the judge, from the labels so far or an assumed tpr / tnr."""
-        from .corrected import plan
+        with the judge, from the labels so far or an assumed tpr / tnr. With `drop`
+        instead: the labels each group (provider, or run) needs for two groups' corrected
+        pass rates to detect a difference of `drop` with `power` at `alpha`."""
+        from .corrected import difference_half_width, plan
+        from .power import fractions
 
-        return plan(self, self.run_id(run), label, half_width, tpr, tnr)
+        if (half_width is None) == (drop is None):
+            raise InputError("give a half-width or a drop to detect, not both")
+        if drop is not None:
+            fractions(drop=drop)
+        width = difference_half_width(drop, power, alpha) if drop is not None else half_width
+        assert width is not None  # one of the two was given
+        return plan(self, self.run_id(run), label, width, tpr, tnr)
+
+    def corrected_sample_size(self, drop: float, pass_rate: float, *, tpr: float = 0.9,
+                              tnr: float | None = None, judged: int | None = None,
+                              power: float = 0.8, alpha: float = 0.05) -> tuple[int, int]:
+        """(labels alone, labels with the judge) each of two groups needs for their
+        corrected pass rates' difference to detect `drop` from the people's `pass_rate`
+        with `power` at `alpha`, the judge assumed to have `tpr` / `tnr` (tnr: tpr's),
+        on `judged` cases per group (None: as many as wanted). As sample_size, for labels."""
+        from .corrected import corrected_sample_size
+
+        return corrected_sample_size(drop, pass_rate, tpr, tnr, judged, power, alpha)
 
     def compare_corrected(self, run_a: str, run_b: str, label: str = "human",
                           labels_random: bool = False) -> pl.DataFrame:

@@ -8,6 +8,7 @@ import click
 import polars as pl
 
 from ..analysis.compare import GATES, Comparison, Gate, document
+from ..analysis.corrected import corrected_sample_size
 from ..analysis.database import Results
 from ..analysis.power import sample_size
 from ..analysis.stats import REPLICATES, SEED
@@ -167,15 +168,33 @@ def report_command(db: str, run_id: str | None, path: str, against: str | None,
 @click.option("--run", "run_id", help="With --db: the run (default: the last).")
 @click.option("--against", help="With --db: another run of the same cases, to measure the "
               "flip rate.")
+@click.option("--corrected", is_flag=True, help="Instead: the people's labels each of two "
+              "groups (providers, or runs with their own labels) needs for their corrected "
+              "pass rates (PPI++) to detect --drop, alone and with the judge; with --db from "
+              "each graded assertion's labels so far (--label), else from --pass-rate (the "
+              "people's) and an assumed judge (--tpr/--tnr).")
+@click.option("--label", "label_name", default="human", show_default=True,
+              help="With --corrected --db: the labels so far.")
+@click.option("--tpr", type=click.FloatRange(0, 1), help="With --corrected: the judge's "
+              "assumed true positive rate (default 0.9, or the labels so far).")
+@click.option("--tnr", type=click.FloatRange(0, 1), help="With --corrected: its assumed "
+              "true negative rate (default: --tpr).")
+@click.option("--judged", type=click.IntRange(min=2), help="With --corrected, without --db: "
+              "judged cases per group (default: as many as wanted).")
 @user_errors
 def power_command(pass_rate: float | None, drop: float | None, flip_rate: float | None,
                   power_: float, alpha: float, db: str | None, run_id: str | None,
-                  against: str | None) -> None:
+                  against: str | None, corrected: bool, label_name: str,
+                  tpr: float | None, tnr: float | None, judged: int | None) -> None:
     """How many cases a paired comparison needs: matched cases for `compare` (McNemar's
     exact test) to detect a pass rate dropping by --drop from --pass-rate with --power at
     --alpha, all fractions as in Python (--pass-rate 0.9 --drop 0.05: 90 % to 85 %; a
     value above 1 is refused). With --db: the smallest drop each provider x prompt of a
-    run detects."""
+    run detects. With --corrected: how many labels a corrected difference needs."""
+    if corrected:
+        _corrected_power(drop, pass_rate, power_, alpha, db, run_id, label_name, tpr, tnr,
+                         judged)
+        return
     if db is not None:
         rows = Results(db).detectable(run_id, against, power_, alpha)
         for row in rows.iter_rows(named=True):  # one line per provider x prompt
@@ -196,6 +215,32 @@ def power_command(pass_rate: float | None, drop: float | None, flip_rate: float 
     click.echo(f"{n} matched cases detect a drop of {100 * drop:g} points from "
                f"{percent(pass_rate)} with power {power_:g} at alpha {alpha:g} ({assumed}; "
                "exact McNemar test)")
+
+
+def _corrected_power(drop: float | None, pass_rate: float | None, power_: float,
+                     alpha: float, db: str | None, run_id: str | None, label_name: str,
+                     tpr: float | None, tnr: float | None, judged: int | None) -> None:
+    """power --corrected: labels per group for a corrected difference of --drop."""
+    if drop is None:
+        raise UserError("give --drop (a fraction: 0.05 for 5 points) with --corrected")
+    aim = f"a difference of {100 * drop:g} points with power {power_:g} at alpha {alpha:g}"
+    if db is not None:
+        table = Results(db).labels_plan(label=label_name, run=run_id, tpr=tpr, tnr=tnr,
+                                        drop=drop, power=power_, alpha=alpha)
+        click.echo(f"labels per group for two groups' corrected pass rates to detect {aim}:")
+        show(frame=table.with_columns(pl.col("rho").round(3)))
+        return
+    if pass_rate is None:
+        raise UserError("give --pass-rate (the people's, a fraction) with --corrected, or "
+                        "--db for a run's labels so far")
+    tpr = 0.9 if tpr is None else tpr
+    alone, with_judge = corrected_sample_size(drop, pass_rate, tpr, tnr, judged, power_,
+                                              alpha)
+    cases = f"{judged} judged cases" if judged else "every case judged"
+    click.echo(f"{with_judge} labels per group with the judge ({alone} alone) detect {aim} "
+               f"between two groups' corrected pass rates around {percent(pass_rate)} "
+               f"(judge assumed tpr {tpr:g}, tnr {tnr if tnr is not None else tpr:g}; "
+               f"{cases} per group; z-test on PPI++ estimates)")
 
 
 @click.command("agreement")

@@ -9,12 +9,15 @@ import polars as pl
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from ppi_py.ppi import _calc_lam_glm
+from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_confint
 
 from checkllm_batch.analysis.corrected import (
     assumed_agreement,
+    corrected_sample_size,
     difference,
     estimate,
+    labels_for_difference,
     labels_needed,
     paired_difference,
     ppi_mean,
@@ -227,3 +230,47 @@ def test_unlabelled_rows_may_stand_for_many_cases():
                             "m": [1] * 50 + [ones, 700 - ones]})
     assert estimate(counted).row(0, named=True) == pytest.approx(
         ppi_mean(y, f, fu, pass_rate=True))
+
+
+# (drop, var_y, rho, judged per group, power, alpha): a difference to detect
+DIFFERENCES = [(0.05, 0.25, 0.0, 10 ** 6, 0.8, 0.05), (0.1, 0.21, 0.6, 5000, 0.8, 0.05),
+               (0.03, 0.16, 0.9, 200000, 0.9, 0.01), (0.2, 0.09, 0.3, 300, 0.8, 0.1),
+               (0.1, 0.25, 0.95, 50, 0.8, 0.05)]
+
+
+@pytest.mark.parametrize("drop, var_y, rho, big, power, alpha", DIFFERENCES)
+def test_labels_for_a_difference_reach_statsmodels_power(drop, var_y, rho, big, power, alpha):
+    """Labels alone: statsmodels' sample size of a two-sample z-test; with the judge: at
+    the planned n, the PPI++ variance var_y / n (1 - rho^2 N / (N + n)) gives the power by
+    statsmodels' power function, and a few labels fewer would not."""
+    alone, with_judge = labels_for_difference(drop, var_y, rho, big, power, alpha)
+    z_test = NormalIndPower()
+    reference = z_test.solve_power(effect_size=drop / np.sqrt(var_y), alpha=alpha,
+                                   power=power, ratio=1)
+    assert np.ceil(reference) <= alone <= np.ceil(reference) + 1
+
+    def achieved(n):
+        sd = np.sqrt(var_y * (1 - rho ** 2 * big / (big + n)))  # per label, at n
+        return z_test.power(effect_size=drop / sd, nobs1=n, alpha=alpha, ratio=1)
+    assert with_judge <= alone and achieved(with_judge) >= power - 1e-9
+    assert with_judge == 2 or achieved(with_judge - 2) < power
+
+
+def test_planned_labels_give_the_power_on_ppi_py_intervals():
+    """Two providers 10 points apart, a judge with TPR = TNR = 0.85 on 2,000 cases each:
+    with the planned labels per provider, the corrected difference (ppi_py's intervals,
+    variances added) is significant in about 80 % of 400 simulated evaluations."""
+    alone, n = corrected_sample_size(0.1, 0.6, tpr=0.85, judged=2000)
+    assert n < alone
+    rng = np.random.default_rng(71)
+    hits = 0
+    for _ in range(400):  # one simulated pair of providers each
+        means, variances = [], []
+        for p in (0.6, 0.5):
+            y = (rng.random(2000) < p).astype(float)
+            f = np.where(y == 1, rng.random(2000) < 0.85, rng.random(2000) > 0.85).astype(float)
+            low, high = ppi_mean_ci(y[:n], f[:n], f[n:], alpha=0.05)
+            means.append(ppi_mean_pointestimate(y[:n], f[:n], f[n:])[0])
+            variances.append(((high[0] - low[0]) / (2 * 1.959963984540054)) ** 2)
+        hits += abs(means[0] - means[1]) / np.sqrt(sum(variances)) > 1.959963984540054
+    assert 0.72 <= hits / 400 <= 0.88

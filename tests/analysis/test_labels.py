@@ -309,3 +309,31 @@ def test_compare_corrected_gates_on_the_peoples_rate(tmp_path):
     gated = CliRunner().invoke(main, ["compare", "previous", "last", "--db", str(db),
                                       "--corrected", "human", "--labels-random"])
     assert gated.exit_code == 1 and "corrected pass rate(s) dropped" in gated.output
+
+
+def test_power_corrected_plans_labels_for_a_difference(world, tmp_path):
+    """`power --corrected`: labels per group for a corrected difference, from an assumed
+    judge, or per graded assertion x provider from a run (labels_plan(drop=...))."""
+    from checkllm_batch.analysis.corrected import corrected_sample_size, difference_half_width
+
+    cli = CliRunner()
+    said = cli.invoke(main, ["power", "--corrected", "--drop", "0.1", "--pass-rate", "0.6",
+                             "--tpr", "0.85", "--judged", "2000"])
+    alone, with_judge = corrected_sample_size(0.1, 0.6, 0.85, judged=2000)
+    assert said.exit_code == 0, said.output
+    assert said.output.startswith(f"{with_judge} labels per group with the judge ({alone} "
+                                  "alone) detect a difference of 10 points")
+    db, *_ = _copy(world, tmp_path)
+    results = cb.Results(db)
+    per_group = results.labels_plan(drop=0.1, tpr=0.85)
+    assert per_group.equals(results.labels_plan(difference_half_width(0.1), tpr=0.85))
+    assert per_group["provider"].to_list() == ["a", "b"]
+    table = cli.invoke(main, ["power", "--corrected", "--drop", "0.1", "--db", str(db)])
+    assert table.exit_code == 0 and "labels per group" in table.output, table.output
+    for args, error in ((["--pass-rate", "0.6"], "give --drop"),
+                        (["--drop", "0.1"], "give --pass-rate"),
+                        (["--drop", "5", "--pass-rate", "0.6"], "not a fraction")):
+        refused = cli.invoke(main, ["power", "--corrected", *args])
+        assert refused.exit_code == 2 and error in refused.output, refused.output
+    with pytest.raises(cb.InputError, match="not both"):
+        results.labels_plan(0.02, drop=0.1)

@@ -143,6 +143,11 @@ def assumed_agreement(pass_rate: float, tpr: float, tnr: float) -> tuple[float, 
     return p * (1 - p), float(cov / denom) if denom > 0 else 0.0
 
 
+# Dorner, Nastl & Hardt (ICLR 2025): the caveat, printed beside every corrected figure
+CAVEAT = ("n_effective: the labels that alone would give the corrected interval's width "
+          "(judge_only is the judge's rate, not the people's). A judge no better than the "
+          "model it grades saves at most about half the labels, x 2 (Dorner, Nastl & Hardt, "
+          "ICLR 2025); x 1 means the judge added nothing.")
 ORDER = "judge_model NULLS FIRST, type, metric NULLS FIRST, provider NULLS FIRST"
 REFUSED = ("the labels in {label!r} of run {run} were not drawn by a sample of this "
            "product, so nothing says they are a random sample of the judged cases, and a "

@@ -22,7 +22,7 @@ from .charts import Svg, bars, histogram
 from .report_changes import changes_section, flips
 from .report_failing import failing_section, reasons, slices
 from .report_html import frame_table
-from .report_labels import labels_section
+from .report_labels import imported_label, labels_section
 from .report_summary import headline, summary_section
 from .wording import label, number
 
@@ -99,6 +99,7 @@ def render(results: Results, run_id: str, against: str | None = None,
         flipped = flips(comparison)
         changes = changes_section(comparison, flipped)
         focus += flipped["case_b"].to_list()
+    label = label if label is not None else imported_label(results, run_id)
     labels = (label,) if label is not None else ()
     if label is not None:
         agreement = labels_section(results, run_id, label)

@@ -13,8 +13,9 @@ import orjson
 import polars as pl
 
 from ..errors import InputError
-from .report_html import frame_table, html_table, td
-from .wording import number, percent, value_text
+from .corrected import CAVEAT
+from .report_html import html_table, td
+from .wording import number, percent, rate_text, value_text
 
 if TYPE_CHECKING:
     from .database import Results
@@ -57,17 +58,39 @@ def _options(select_id: str, values: list[str]) -> str:
 
 
 def _corrected(results: Results, run_id: str, label: str) -> str:
-    """The pass rates corrected for the judge's errors with the labels (prediction-powered
-    estimates), where `Results` computes them; its refusal said in words."""
-    method = getattr(results, "corrected_pass_rates", None)
-    if method is None:
-        return ""
+    """The judge's pass rates beside the people's, corrected for the judge's errors with
+    the labels (PPI++), each with its 95 % interval, and what the judge was worth in
+    labels; where the labels cannot correct (no drawn sample), the refusal in words."""
     try:
-        frame = method(label, run=run_id)
+        frame = results.corrected_pass_rates(label, run=run_id)
     except InputError as e:
-        return f'<p class="note" id="corrected">Corrected estimate: {escape(str(e))}</p>'
-    return ('<h3 id="corrected">Pass rates corrected with the labels</h3>'
-            + frame_table(frame))
+        return f'<p class="note" id="corrected">Corrected pass rates: {escape(str(e))}</p>'
+    rows = [td(r["judge_model"] or "(unknown)")
+            + td(r["type"] + (f' · {r["metric"]}' if r["metric"] else ""))
+            + td(r["provider"] or "") + td(number(r["n_labelled"]), "num")
+            + td(number(r["n_judged"]), "num")
+            + td(rate_text(r["judge_only"], r["judge_low"], r["judge_high"]), "num")
+            + td(rate_text(r["labels_only"], r["labels_low"], r["labels_high"]), "num")
+            + td(rate_text(r["corrected"], r["corrected_low"], r["corrected_high"])
+                 if r["corrected"] is not None else r["note"], "num corrected")
+            + td(_worth(r["n_effective"], r["n_labelled"]), "num")
+            for r in frame.iter_rows(named=True)]  # a row per judge x assertion x provider
+    return ('<h3 id="corrected">Pass rates: the judge\'s and corrected with the labels</h3>'
+            f'<p class="note">The judge\'s rate is what the judge says; corrected is the '
+            f"people's rate estimated from the labels and the judge on every case "
+            f"(prediction-powered, PPI++), valid although the judge errs; labels "
+            f"{escape(frame['labels'][0])}. {escape(CAVEAT)}</p>"
+            + html_table(["judge", "assertion", "provider", "labels", "judged",
+                          "judge's rate [95 %]", "labels alone [95 %]",
+                          "corrected [95 %]", "labels the judge was worth"], rows,
+                         "corrected"))
+
+
+def _worth(effective: float | None, labelled: int) -> str:
+    """`120 (x 1.5)`: the labels alone as precise as the corrected estimate."""
+    if effective is None or not labelled:
+        return "n/a"
+    return f"{number(round(effective))} (× {effective / labelled:.2f})"
 
 
 def _agreement_table(agreement: pl.DataFrame) -> str:
@@ -85,6 +108,14 @@ def _agreement_table(agreement: pl.DataFrame) -> str:
     return html_table(["judge", "assertion", "provider", "n", "agreement",
                        "kappa [95 % interval]", "tpr", "tnr", "too lenient", "too strict",
                        "errors", "bad labels"], rows, "agreement")
+
+
+def imported_label(results: Results, run_id: str) -> str | None:
+    """The name of the labels imported for the run, when there is one name: the report
+    shows them without being asked (--label)."""
+    names = results.query("SELECT DISTINCT label FROM case_labels WHERE run_id = ?",
+                          [run_id])["label"].to_list()
+    return names[0] if len(names) == 1 else None
 
 
 def labels_section(results: Results, run_id: str, label: str) -> str:

@@ -9,17 +9,13 @@ import click
 import polars as pl
 
 from ..analysis.compare import Gate
+from ..analysis.corrected import CAVEAT
 from ..analysis.database import Results
 from ..analysis.labels import read_label_file
 from ..errors import InputError
 from .support import FORMATS, emit, show, user_errors
 
 RUN_HELP = "Run id, a unique prefix, 'last' or 'previous' (default: the last run)."
-# Dorner, Nastl & Hardt (ICLR 2025): the caveat, printed beside every corrected figure
-CAVEAT = ("n_effective: the labels that alone would give the corrected interval's width "
-          "(judge_only is the judge's rate, not the people's). A judge no better than the "
-          "model it grades saves at most about half the labels, x 2 (Dorner, Nastl & Hardt, "
-          "ICLR 2025); x 1 means the judge added nothing.")
 
 
 @click.group("labels")

@@ -15,6 +15,7 @@ CASES = [  # (notebook, SVG charts it draws at least, text its outputs show)
     ("quickstart.ipynb", 1, "best provider:"),
     ("metrics.ipynb", 4, "regressed"),
     ("dataframes.ipynb", 0, "failures: 3"),
+    ("audit.ipynb", 0, "the corrected interval covers the people's rate"),
 ]
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from .agreement import VERDICT_LABELS, Z95
+from .agreement import _GIVEN, HUMAN, Z95
 from .views import wilson_sql  # views.create_views imports this module in its body
 
 
@@ -149,24 +149,43 @@ def corrected_sql(rows: str, keys: list[str], pass_rate: bool) -> str:
 # label when the caller declares the labels a uniform random sample (labels_random)
 _SAMPLE = """(SELECT * FROM label_samples
              QUALIFY sample_id = arg_max(sample_id, drawn_at) OVER (PARTITION BY run_id))"""
-_Y = {"pass": "human::INTEGER",
-      "score": "COALESCE(TRY_CAST(label AS DOUBLE), human::INTEGER::DOUBLE)"}
-_F = {"pass": "(status = 'pass')::INTEGER", "score": "score"}
+_F = {"pass": "(g.status = 'pass')::INTEGER", "score": "g.score"}
+# the label's text: an imported label (the assertion's own, else the case's), else the var
+_TEXT = ("NULLIF(lower(trim(COALESCE(own.value, whole.value, json_extract_string(v.vars, "
+         "'$.\"' || label_var || '\"')))), '')")
+_HUMAN = HUMAN.format(t=_TEXT, threshold="g.threshold")
+_Y = {"pass": f"({_HUMAN})::INTEGER",
+      "score": f"COALESCE(TRY_CAST({_TEXT} AS DOUBLE), ({_HUMAN})::INTEGER::DOUBLE)"}
 KEYS = ["run_id", "judge_model", "type", "metric", "provider", "slice"]
 
 
 def rows_sql(measure: str) -> str:
-    """The rows corrected_sql reads, from store/agreement.py's verdict_labels."""
+    """The rows corrected_sql reads: every judged graded verdict, its stratum and weight in
+    the run's latest sample, and the person's outcome y where it counts (an imported label,
+    the assertion's own else the case's, else the case's var: as verdict_labels reads it).
+    A case's vars are read only where needed: for the drawn cases, unless the labels are
+    declared random or a slice is asked (then every case's), so a million judged-only rows
+    are read without their text."""
     return f"""
-        (SELECT v.run_id, v.judge_model, v.type, v.metric, v.provider,
+        (SELECT g.run_id, g.judge_model, g.type, g.metric, g.provider,
                 json_extract_string(v.vars, '$."' || slice || '"') AS slice,
                 CASE WHEN labels_random THEN 'all' ELSE s.stratum END AS stratum,
                 CASE WHEN labels_random THEN 1 ELSE 1 / s.inclusion_prob END AS a, 1 AS m,
                 {_F[measure]} AS f,
                 CASE WHEN labels_random OR s.sampled THEN {_Y[measure]} END AS y
-         FROM ({VERDICT_LABELS}) v
-         LEFT JOIN {_SAMPLE} s USING (run_id, case_id)
-         WHERE v.status IN ('pass', 'fail') AND {_F[measure]} IS NOT NULL)"""
+         FROM graded_verdicts g
+         LEFT JOIN {_SAMPLE} s ON s.run_id = g.run_id AND s.case_id = g.case_id
+         LEFT JOIN (SELECT c.run_id, c.case_id, c.vars FROM cases c
+                    WHERE labels_random OR slice IS NOT NULL OR EXISTS (
+                        SELECT 1 FROM label_samples d WHERE d.sampled
+                        AND d.run_id = c.run_id AND d.case_id = c.case_id)) v
+              ON v.run_id = g.run_id AND v.case_id = g.case_id
+         LEFT JOIN {_GIVEN} own ON own.run_id = g.run_id AND own.case_id = g.case_id
+              AND own.assertion_index = g.assertion_index AND g.parent_index IS NULL
+         LEFT JOIN {_GIVEN} whole ON whole.run_id = g.run_id AND whole.case_id = g.case_id
+              AND whole.assertion_index IS NULL
+         WHERE g.status IN ('pass', 'fail') AND {_F[measure]} IS NOT NULL
+               AND (metric IS NULL OR g.metric = metric) AND (type IS NULL OR g.type = type))"""
 
 
 # what the macros read in a database from before migration 0012 (0016 for anchors) (views are created after

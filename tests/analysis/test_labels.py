@@ -152,6 +152,8 @@ def test_uniform_sample_is_corrected_as_ppi_py(world, tmp_path):
         assert (row["corrected_low"], row["corrected_high"]) == pytest.approx(
             (low[0], high[0]))
         assert row["n_labelled"] == lab.sum() and row["n_judged"] == 300
+    # the same verdicts in a dataset column are read for the drawn cases alike
+    assert results.corrected_pass_rates("column").equals(table)
 
 
 def test_sample_by_verdict_is_stratified_by_hand(world, tmp_path):

@@ -54,6 +54,18 @@ def rubric_reply(body: dict[str, Any]) -> str:
     return '{"reason": "not good", "pass": false, "score": 0.0}'
 
 
+def cascade_reply(body: dict[str, Any]) -> str:
+    """A judge cascade's two models (fixtures/judges.py cascade_world, over HTTP): "large" is
+    always right (an output with "good" passes); "small" too on an "easy" output, and on a
+    "hard" one right about 45 % of the time, at random on each call (its repeats differ)."""
+    text = "\n".join(m["content"] for m in body.get("messages", []))
+    output = text.split("<Output>")[-1].split("</Output>")[0]
+    good = "good" in output
+    if body.get("model") == "small" and "hard" in output and random.random() >= 0.45:
+        good = not good
+    return f'{{"reason": "because", "pass": {"true" if good else "false"}, "score": {int(good)}}}'
+
+
 def vector(text: str, dims: int = 8) -> list[float]:
     digest = hashlib.sha256(text.encode()).digest()
     return [b / 255.0 for b in digest[:dims]]

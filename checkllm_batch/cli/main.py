@@ -177,7 +177,7 @@ def _report(run: api.Run, output_path: str | None, db: str, fmt: str) -> None:
     if output_path:
         write_output(run, output_path)
     totals = _print_run(run, db, fmt)
-    judged = totals["cases"] - totals.get("skipped", 0)
+    judged = totals["cases"] - totals.get("skipped", 0) - totals.get("abstain", 0)
     # a case outside the judge sample still fails the run when a check that ran on it failed
     passed = totals["pass"] == judged and not (totals.get("skipped") and run.skipped_failures())
     sys.exit(0 if passed else EXIT_FAILED)
@@ -191,7 +191,8 @@ def _db_given(db: str, results: str | None) -> str | None:
 
 def _print_run(run: api.Run, db: str, fmt: str) -> dict:
     summary = run.summary()
-    counts = [c for c in ("cases", "pass", "fail", "error", "skipped") if c in summary.columns]
+    counts = [c for c in ("cases", "pass", "fail", "error", "skipped", "abstain")
+              if c in summary.columns]
     totals = dict(zip(counts, summary.select(counts).sum().row(0)))
     if fmt != "table":
         emit({"run_id": run.run_id, **totals, "summary": summary,
@@ -201,8 +202,12 @@ def _print_run(run: api.Run, db: str, fmt: str) -> dict:
     skipped = totals.get("skipped", 0)
     sample = (f", {skipped} not in the judge sample (their graded assertions skipped)"
               if skipped else "")
+    if totals.get("abstain"):
+        sample += (f", {totals['abstain']} abstained (no judge cascade stage sure enough: "
+                   "left for a person)")
     verdicts = totals["pass"] + totals["fail"]
-    rate = rate_text(totals["pass"] / (totals["cases"] - skipped) if verdicts else None,
+    rate = rate_text(totals["pass"] / (totals["cases"] - skipped - totals.get("abstain", 0))
+                     if verdicts else None,
                      errors=totals["error"])
     click.echo(f"run {run.run_id}: {totals['cases']} cases, {totals['pass']} passed, "
                f"{totals['fail']} failed, {totals['error']} errors{sample} "
@@ -211,6 +216,7 @@ def _print_run(run: api.Run, db: str, fmt: str) -> dict:
     show("SELECT * FROM summary", summary=summary)
     _print_metrics(run)
     _print_judge(run)
+    _print_cascade_run(run)
     click.echo(f"results: {db} (checkllm-batch metrics --db {db} --run {run.run_id})")
     return totals
 
@@ -231,6 +237,30 @@ def _print_judge(run: api.Run) -> None:
                               [run.run_id]).fetchall()[0][0]
     if refused:
         click.echo(f"judge: {refused}")
+
+
+def _print_cascade_run(run: api.Run) -> None:
+    """A judge cascade's line: who decided how much, the strong judge's calls against judging
+    every case with it, and the promise."""
+    rows = run.con.execute("SELECT stage, models, decided, share, calls, every_case_calls, "
+                           "bound, agreement, risk, reference FROM cascade_summary WHERE "
+                           "run_id = ?", [run.run_id]).fetchall() \
+        if "cascade_summary" in _views(run) else []
+    if not rows:
+        return
+    parts = [f"stage {stage} ({', '.join(models or [])}) {decided} ({share:.1%})"
+             if stage is not None else f"abstained {decided} ({share:.1%})"
+             for stage, models, decided, share, *_ in rows]
+    last = [r for r in rows if r[0] is not None][-1]
+    bounds = [r[6] for r in rows if r[6] is not None]
+    click.echo(f"judge cascade: decided by {', '.join(parts)}; last stage {last[4]} calls "
+               f"against {last[5] or 0:.0f} judging every case with it; certified: agreement "
+               f">= {last[7]} with {last[9]} at risk {last[8]}"
+               + (f" (lowest bound {min(bounds):.3f})" if bounds else ""))
+
+
+def _views(run: api.Run) -> set[str]:
+    return {r[0] for r in run.con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
 
 
 def _cost_text(cost: float | None, unpriced: int, models: list[str] | None) -> str:
@@ -255,7 +285,9 @@ def _print_plan(stats, config, heading: str = "") -> None:
         click.echo(f"{stats.known_unreadable} of those answered are replies found unreadable "
                    "before, at temperature 0: not asked again (the same request gets the same "
                    "reply; change the judge or its settings, or --no-cache, to ask)")
-    if len(config.jurors) > 1 or config.repeat > 1:  # each grading is its own request
+    if stats.stages:
+        _print_cascade(stats.stages, config)
+    elif len(config.jurors) > 1 or config.repeat > 1:  # each grading is its own request
         click.echo(f"jury: {len(config.jurors)} juror(s) x {config.repeat} repeat(s) = "
                    f"{len(config.jurors) * config.repeat} gradings of each graded assertion "
                    f"(vote: {config.vote}), all counted in the requests above")
@@ -265,6 +297,21 @@ def _print_plan(stats, config, heading: str = "") -> None:
     click.echo(f"estimated: {stats.est_tokens} tokens, {cost} "
                "(prompt ~4 chars/token + max_tokens per reply; multi-step types such as "
                "g-eval, context-faithfulness and answer-relevance add follow-up calls)")
+
+
+def _print_cascade(stages: list[dict], config) -> None:
+    """A cascade's dry run: the requests above are every case through every stage (a dry run
+    learns no confidence); per stage, what the run is estimated to send."""
+    click.echo(f"judge cascade: the requests above send every case through every stage; "
+               f"estimated with {config.calibration} calibration cases through every stage "
+               f"and escalation ({stages[0]['from']}):")
+    for s in stages:
+        click.echo(f"  stage {s['stage']} ({', '.join(s['models'])}): {s['calls']} requests, "
+                   f"${s['cost']:.4f} (reached by {s['reach']:.0%} of the cases past "
+                   f"calibration; every case: {s['every_case_calls']})")
+    last = stages[-1]
+    click.echo(f"  judging every case with the last stage alone: {last['every_case_calls']} "
+               f"requests, ${last['every_case_cost']:.4f}")
 
 
 @main.command()

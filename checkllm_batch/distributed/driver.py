@@ -70,6 +70,9 @@ def evaluate_ray(suite: Suite, outputs: Any, *,
     prepared = lifecycle.prepare(suite, judge_config, config,
                                  lambda config: _units(outputs, batch_rows, resume))
     check_supported(prepared.plan, db)
+    if prepared.judge_config.cascade:
+        raise InputError("a judge cascade runs on the local engine only (--engine local): "
+                         "its calibration grades a random set of cases before any batch")
     (source, fragments, refs), plan = prepared.outputs, prepared.plan
     with lifecycle.Lifecycle() as life:
         con = life.connect(db) if db is not None else None

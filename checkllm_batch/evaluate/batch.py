@@ -19,6 +19,7 @@ from ..assertions.compiled import NAMED_SCORES, Ctx, Verdict
 from ..assertions.graded import NO_JUDGE, PENDING
 from ..assertions.registry import Kind, VectorType
 from ..js import template
+from .judging.cascade import CASCADE_SCHEMA
 from .judging.jury import VOTES
 from .outcome import RESULT_SCHEMA, Reasons, Stop, outcome, stopped
 from .plan import Plan, Planned
@@ -48,9 +49,11 @@ def evaluate_batch(plan: Plan, cases: pl.DataFrame, judge: JudgeHook | None = No
             parts.extend(_run(rows, [compile_assertion(p, rows, providers)]))
     if shared:  # one query: Polars runs the assertions' expressions in parallel
         parts.extend(_run(cases, shared))
-    # judge and error rows have no named scores, and only a jury's rows votes (judging/
-    # jury.py): the diagonal concat gives the others nulls
-    empty = pl.DataFrame(schema={**RESULT_SCHEMA, "named_scores": NAMED_SCORES, "votes": VOTES})
+    # judge and error rows have no named scores, only a jury's rows votes (judging/
+    # jury.py), only a cascade's its stage (judging/cascade.py): the diagonal concat gives
+    # the others nulls
+    empty = pl.DataFrame(schema={**RESULT_SCHEMA, "named_scores": NAMED_SCORES, "votes": VOTES,
+                                 **CASCADE_SCHEMA})
     results = pl.concat([empty, *parts], how="diagonal_relaxed")
     results = _with_slots(results, plan.slots)
     if plan.sets.height:

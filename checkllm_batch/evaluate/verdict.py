@@ -9,7 +9,8 @@ promptfoo adds them (`plan.adding_order`):
 - any row that errors, metric-only or not, makes the whole an error (promptfoo: the cell);
 - any row `skipped` (a graded assertion of a case outside the judge sample, run/sample.py)
   makes the whole skipped, "not in the judge sample": neither pass nor fail, so rates count
-  judged cases only;
+  judged cases only; else any row `abstain` (no stage of a judge cascade was sure enough:
+  judging/cascade.py), after errors, makes the whole `abstain`, left for a person;
 - reason: the first error; with a threshold, "Aggregate score 0.33 < 0.5 threshold"; else
   the last failure's reason (promptfoo keeps overwriting it), or "All assertions passed".
 """
@@ -25,6 +26,8 @@ from ..assertions import text_of_distinct
 from ..js.jsvalue import js_number
 
 NOT_SAMPLED = "not in the judge sample"  # a skipped row's reason (run/sample.py)
+# an abstained row's: no stage of a judge cascade was sure enough (judging/cascade.py)
+ABSTAINED = "abstain: no stage of the judge cascade was sure enough; left for a person"
 
 
 def in_order(x: pl.Expr) -> pl.Expr:
@@ -54,11 +57,12 @@ def aggregate(rows: pl.LazyFrame, by: list[str], order: pl.DataFrame) -> pl.Lazy
             .with_columns(case.set_sorted())
             .group_by(by).agg(
                 errors=(status == "error").sum(), skipped=(status == "skipped").sum(),
+                abstained=(status == "abstain").sum(),
                 all_pass=((status == "pass") | ~scoring).all(),
                 total=in_order(weight), weighted=in_order(pl.col("score") * weight),
                 first_error=reason.filter(status == "error").first(),
                 last_fail=reason.filter((status == "fail") & scoring).last())
-            .select(*by, "errors", "skipped", "all_pass",
+            .select(*by, "errors", "skipped", "abstained", "all_pass",
                     score=pl.when(total > 0).then(pl.col("weighted") / total).otherwise(0.0),
                     first_error="first_error", last_fail="last_fail"))
 
@@ -74,14 +78,17 @@ def verdict(score: pl.Expr) -> dict[str, pl.Expr]:
               .otherwise(pl.col("all_pass").fill_null(True)))
     skipped = pl.col("skipped").fill_null(0) > 0
     error = (pl.col("errors").fill_null(0) > 0) & ~skipped
-    unknown = error | skipped
+    abstained = (pl.col("abstained").fill_null(0) > 0) & ~skipped & ~error
+    unknown = error | skipped | abstained
     return {
         "status": pl.when(skipped).then(pl.lit("skipped")).when(error).then(pl.lit("error"))
+        .when(abstained).then(pl.lit("abstain"))
         .when(passed).then(pl.lit("pass")).otherwise(pl.lit("fail")),
         "pass": pl.when(unknown).then(None).otherwise(passed),
         "score": pl.when(unknown).then(None).otherwise(score),
         "reason": pl.when(skipped).then(pl.lit(NOT_SAMPLED))
         .when(error).then(pl.col("first_error"))
+        .when(abstained).then(pl.lit(ABSTAINED))
         .when(none).then(pl.lit("No assertions"))
         .when(thresholded).then(pl.format(
             "Aggregate score {} {} {} threshold", text_of_distinct(score, to_fixed),

@@ -15,7 +15,8 @@ import pyarrow as pa
 from .protocol import Reply, Request
 
 COLUMNS = ("request_hash, run_id, kind, model, request, reply, embedding, prompt_tokens, "
-           "completion_tokens, cost, latency_ms, attempts, status, error, mode, batch_id")
+           "completion_tokens, cost, latency_ms, attempts, status, error, mode, batch_id, "
+           "logprobs")
 
 
 class Ledger:
@@ -39,24 +40,26 @@ class Ledger:
                        arg_min(reply, status <> 'ok'), arg_min(embedding, status <> 'ok'),
                        arg_min(prompt_tokens, status <> 'ok'),
                        arg_min(completion_tokens, status <> 'ok'), arg_min(cost, status <> 'ok'),
-                       arg_min(error, status <> 'ok')
+                       arg_min(error, status <> 'ok'), arg_min(logprobs, status <> 'ok')
                 FROM judge_calls JOIN wanted ON request_hash = h
                 WHERE status = 'ok' OR (final AND status IN ('unparsed', 'truncated'))
                 GROUP BY request_hash""").fetchall()
         return {h: Reply(text=text, vector=vector, prompt_tokens=p or 0, completion_tokens=c or 0,
                          cost=cost, cached=True, error=error if status == "truncated" else None,
-                         known_unreadable=status != "ok")
-                for h, status, text, vector, p, c, cost, error in rows}
+                         known_unreadable=status != "ok",
+                         logprobs=json.loads(logprobs) if logprobs else None)
+                for h, status, text, vector, p, c, cost, error, logprobs in rows}
 
     def record(self, request: Request, reply: Reply, batch_id: str | None = None) -> None:
         status = "ok" if reply.ok else ("truncated" if reply.text is not None else "error")
         row = [request.hash, self.run_id, request.kind, request.model,
                json.dumps(request.body(), ensure_ascii=False), reply.text, reply.vector,
                reply.prompt_tokens, reply.completion_tokens, reply.cost, reply.latency_ms,
-               reply.attempts, status, reply.error, self.mode, batch_id]
+               reply.attempts, status, reply.error, self.mode, batch_id,
+               json.dumps(reply.logprobs, ensure_ascii=False) if reply.logprobs else None]
         with self.lock:
             self.con.execute(f"INSERT INTO judge_calls ({COLUMNS}) VALUES "
-                             f"({', '.join('?' * 16)})", row)
+                             f"({', '.join('?' * len(row))})", row)
 
     def unparsed(self, request_hash: str) -> None:
         """The `ok` replies to this request could not be read: not to be served again."""

@@ -133,7 +133,17 @@ def to_reply(request: Request, parsed, headers: dict[str, str],
     if text is None:
         raise JudgeError("chat response has no content", retry=True)
     return Reply(text=text, prompt_tokens=prompt, completion_tokens=completion,
-                 latency_ms=latency_ms, headers=headers)
+                 latency_ms=latency_ms, headers=headers, logprobs=token_logprobs(choice))
+
+
+def token_logprobs(choice) -> list[dict] | None:
+    """The choice's tokens with their logprobs and top alternatives (None: not given)."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return [{"token": t.token, "logprob": t.logprob,
+             "top_logprobs": [{"token": a.token, "logprob": a.logprob}
+                              for a in (t.top_logprobs or [])]} for t in content]
 
 
 def refuses_schema(error: JudgeError) -> bool:

@@ -81,6 +81,9 @@ class Reply:
     known_unreadable: bool = False  # from judge_calls: a reply already found unreadable
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     request_hash: str | None = None  # set by the runner: the request this answers
+    # each generated token's logprob and top alternatives, when asked (judge top_logprobs):
+    # [{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}]
+    logprobs: list[dict[str, Any]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -115,6 +118,8 @@ class Stats:
     retries: int = 0
     est_tokens: int = 0  # dry run: estimated prompt + completion tokens of what would be sent
     est_cost: float = 0.0
+    # a judge cascade's dry run: per stage, its models and the calls and cost estimated
+    stages: list[dict[str, Any]] = field(default_factory=list)
 
 
 class JudgeRunner(ABC):

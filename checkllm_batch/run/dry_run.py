@@ -6,13 +6,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..evaluate.judging.cascade import CascadeHook
 from ..evaluate.judging.session import opened_hook, plan_calls
 from ..judge.protocol import Stats
 from ..load.sources import Outputs, open_outputs
 from ..store import runs as store
 from ..suites.judge import JudgeConfig
 from ..suites.model import Suite
-from . import lifecycle
+from . import cascade, lifecycle
 from .batches import BatchEvaluator
 from .sample import SEED, JudgeSample
 
@@ -35,4 +36,6 @@ def dry_run(suite: Suite, outputs: Outputs, *, db: str | Path, batch_rows: int,
             plan_calls(prepared.plan,
                        cases if chosen is None else cases.filter(chosen.members(cases)), hook)
             done += batch.num_rows
+        if isinstance(hook, CascadeHook) and hook.runner is not None:  # per stage, with calibration and escalation
+            hook.runner.stats.stages = cascade.estimate(con, hook, done)
     return hook.runner.stats if hook.runner else None

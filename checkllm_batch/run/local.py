@@ -18,6 +18,7 @@ from ..analysis.run import Run
 from ..assertions import pool
 from ..assertions.registry import VectorType
 from ..errors import InputError
+from ..evaluate.judging.cascade import CascadeHook
 from ..evaluate.judging.session import opened_hook
 from ..evaluate.plan import Plan
 from ..judge.protocol import Judge
@@ -30,7 +31,7 @@ from ..store import cases as cases_store
 from ..store import runs as store
 from ..suites.judge import JudgeConfig
 from ..suites.model import Suite
-from . import lifecycle
+from . import cascade, lifecycle
 from .batches import BatchEvaluator
 from .sample import SEED, JudgeSample, resumed_sample, sampled
 
@@ -72,12 +73,17 @@ def evaluate_local(suite: Suite, outputs: Outputs, *, db: str | Path | DuckDBPyC
                                        resumed)
         if text_parts:
             cases_store.parts_root(con)  # its folder checked before the run starts
+        calibration = cascade.draw(config, prepared.judge_config, total)
         run_id, done = life.begin(suite, source, config, resume, hashed.result)
         skip = 0 if resume and identity is None else done
         text = _keeps_text(con, run_id, resume, (copy_outputs, text_parts), outputs, builder,
                            done)
         hook = resources.enter_context(opened_hook(plan, con, run_id, prepared.judge_config,
                                                    judge=judge, progress=progress))
+        if calibration is not None and isinstance(hook, CascadeHook):  # certified first
+            again = open_outputs(suite, outputs, batch_rows, config)[1]
+            resources.callback(_stop_reading, again)
+            cascade.calibrate(con, run_id, hook, evaluator, again, calibration)
         evaluator.hook = sampled(hook, chosen)
         bar = RunProgress(run_id, total, progress, hook.runner, done=done)
         resources.callback(bar.close)

@@ -29,7 +29,8 @@ REPEATED = {"type", "metric", "status", "provider", "prompt", "test_id", "descri
 CASE_COLUMNS = ["case_id", "test_id", "test_index", "description", "provider", "prompt", "vars",
                 "output", "output_kind", "latency_ms", "cost"]
 RESULT_COLUMNS = ["case_id", "assertion_index", "type", "metric", "weight", "metric_only",
-                  "status", "pass", "score", "reason", "parent_index", "named_scores", "votes"]
+                  "status", "pass", "score", "reason", "parent_index", "named_scores", "votes",
+                  "cascade_stage", "confidence", "certified"]
 TEST_COLUMNS = ["case_id", "status", "pass", "score", "reason"]
 
 

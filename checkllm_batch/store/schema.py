@@ -1,7 +1,7 @@
 """The results database: a versioned public schema, changed only through named migrations.
 
 Public tables (columns may be added, never renamed): runs, cases (a view since 0007: see
-store/cases.py), assertion_results
+store/cases.py), cascade_calibration and cascade_thresholds (a judge cascade's), assertion_results
 (assert-set members carry `parent_index`), test_results, named_metrics, derived_metrics.
 `assertions` keeps each assertion's spec. `case_labels` holds people's labels given after a run,
 `label_samples` the samples of cases drawn for labelling, `anchor_labels` the labels frozen as an anchor set. `judge_calls` is the judge's ledger and cache (one
@@ -135,6 +135,24 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], None]]] 
         label VARCHAR, anchor_key VARCHAR, output_md5 VARCHAR, assertion_index INTEGER,
         value VARCHAR, run_id VARCHAR, case_id BIGINT, labelled_by VARCHAR,
         frozen_at TIMESTAMP DEFAULT current_timestamp);
+    """),
+    # certified judge cascades (evaluate/judging/cascade.py): each call's token logprobs (a
+    # `logprobs` stage's confidence, served again from the cache); per graded result the
+    # stage that decided it, its confidence, and whether a certified threshold kept it (an
+    # `abstain: last` verdict is not); per run the calibration cases and each stage's
+    # certified threshold per graded assertion
+    # (judge_calls is 0004's: a database made without it, in tests, has none to change)
+    ("0017_cascade", """
+    ALTER TABLE IF EXISTS judge_calls ADD COLUMN logprobs JSON;
+    ALTER TABLE assertion_results ADD COLUMN cascade_stage INTEGER;
+    ALTER TABLE assertion_results ADD COLUMN confidence DOUBLE;
+    ALTER TABLE assertion_results ADD COLUMN certified BOOLEAN;
+    CREATE TABLE cascade_calibration (run_id VARCHAR, case_id BIGINT);
+    CREATE TABLE cascade_thresholds (
+        run_id VARCHAR, key INTEGER, type VARCHAR, metric VARCHAR, stage INTEGER,
+        models VARCHAR[], confidence VARCHAR, threshold DOUBLE, n BIGINT, k BIGINT,
+        bound DOUBLE, tried INTEGER, calibrated BIGINT, agreement DOUBLE, risk DOUBLE,
+        reference VARCHAR);
     """),
 ]
 

@@ -34,6 +34,10 @@ TABLES = {
               "its graded assertions), label name, value, who, when, from which file",
     "label_samples": "cases drawn for labelling (labels sample): each candidate case's "
                      "stratum and inclusion probability, and whether it was drawn",
+    "cascade_calibration": "a judge cascade's calibration cases per run (graded by every "
+                           "stage before the run's batches)",
+    "cascade_thresholds": "a judge cascade's certified threshold per run x graded assertion x "
+                          "stage: calibration cases kept (n), disagreeing (k), the exact bound",
     "anchor_labels": "the anchor set (labels import --anchor): labels frozen by their case's "
                      "output and vars (anchor_key), judged again by every run that holds them",
     "schema_migrations": "the schema migrations applied to this database",
@@ -118,6 +122,7 @@ _ASSERTION_COUNTS = """COUNT(*) AS results, COUNT(*) FILTER (a.status = 'pass') 
                      COUNT(*) FILTER (a.status = 'fail') AS failed,
                      COUNT(*) FILTER (a.status = 'error') AS errors,
                      COUNT(*) FILTER (a.status = 'skipped') AS skipped,
+                     COUNT(*) FILTER (a.status = 'abstain') AS abstained,
                      COUNT(*) FILTER (a.status IN ('pass', 'fail', 'error')) AS graded,
                      AVG(a.score) AS mean_score"""
 
@@ -132,18 +137,20 @@ VIEWS: dict[str, tuple[str, str]] = {
     "pass_rates": (("test pass rate per run x provider x prompt with its 95 % Wilson interval "
                    "(pass_rate_low, pass_rate_high), fail/error counts and mean score; on a run "
                    "judged on a sample, over its judged cases (skipped: the others), the "
-                   "interval with the finite-population correction"), f"""
+                   "interval with the finite-population correction; cases a judge cascade "
+                   "abstained on (left for a person) counted apart"), f"""
         SELECT run_id, provider, prompt, cases, passed, failed, errors,
                passed / NULLIF({_VERDICTS.format(n="judged")}, 0) AS pass_rate,
-               {_interval(_VERDICTS.format(n="judged"), "cases")},
-               mean_score, skipped
+               {_interval(_VERDICTS.format(n="judged"), "cases - abstained")},
+               mean_score, skipped, abstained
         FROM (SELECT c.run_id, c.provider, c.prompt, COUNT(*) AS cases,
                      COUNT(*) FILTER (t.status = 'pass') AS passed,
                      COUNT(*) FILTER (t.status = 'fail') AS failed,
                      COUNT(*) FILTER (t.status = 'error') AS errors,
                      AVG(t.score) AS mean_score,
                      COUNT(*) FILTER (t.status = 'skipped') AS skipped,
-                     COUNT(*) FILTER (t.status <> 'skipped') AS judged
+                     COUNT(*) FILTER (t.status = 'abstain') AS abstained,
+                     COUNT(*) FILTER (t.status NOT IN ('skipped', 'abstain')) AS judged
               FROM case_rows c JOIN test_results t USING (run_id, case_id)
               GROUP BY ALL)"""),
     "pass_rates_by_type": (("assertion pass rate per run x provider x assertion type, with "
@@ -152,7 +159,7 @@ VIEWS: dict[str, tuple[str, str]] = {
         SELECT run_id, provider, type, metric_only, results, passed, failed, errors, skipped,
                passed / NULLIF({_VERDICTS.format(n="graded")}, 0) AS pass_rate,
                {_interval(_VERDICTS.format(n="graded"), "graded + skipped")},
-               mean_score
+               mean_score, abstained
         FROM (SELECT c.run_id, c.provider, a.type,
                      COALESCE(a.metric_only, false) AS metric_only, {_ASSERTION_COUNTS}
               FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
@@ -162,7 +169,7 @@ VIEWS: dict[str, tuple[str, str]] = {
         SELECT run_id, provider, metric, results, passed, failed, errors,
                passed / NULLIF({_VERDICTS.format(n="graded")}, 0) AS pass_rate,
                {_interval(_VERDICTS.format(n="graded"), "graded + skipped")},
-               mean_score, skipped
+               mean_score, skipped, abstained
         FROM (SELECT c.run_id, c.provider, a.metric, {_ASSERTION_COUNTS}
               FROM case_rows c JOIN assertion_results a USING (run_id, case_id)
               WHERE a.metric IS NOT NULL
@@ -195,10 +202,11 @@ VIEWS: dict[str, tuple[str, str]] = {
         SELECT r.run_id, r.started_at, r.status, r.suite_path, r.outputs_path,
                COALESCE(r.cases, p.total) AS cases,
                p.passed, p.passed / NULLIF(p.judged, 0) AS pass_rate, p.providers,
-               p.total - p.judged AS skipped
+               p.total - p.judged - p.abstained AS skipped, p.abstained
         FROM runs r LEFT JOIN (
             SELECT run_id, COUNT(*) AS total, COUNT(*) FILTER (status = 'pass') AS passed,
-                   COUNT(*) FILTER (status <> 'skipped') AS judged,
+                   COUNT(*) FILTER (status NOT IN ('skipped', 'abstain')) AS judged,
+                   COUNT(*) FILTER (status = 'abstain') AS abstained,
                    COUNT(DISTINCT provider) AS providers
             FROM case_rows JOIN test_results USING (run_id, case_id)
             GROUP BY run_id) p USING (run_id)"""),
@@ -343,7 +351,11 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     # juries and repeats: their own block (store/votes.py)
     create_vote_views(con, stored)
     _create_graded_verdicts(con, stored)
-    from . import anchors, corrected  # corrected builds on this module's wilson_sql
+    from . import anchors, cascade, corrected  # corrected builds on this module's wilson_sql
+
+    if {"cascade_thresholds", "judge_calls"} <= tables:  # a judge cascade's (0017)
+        con.execute(f"CREATE OR REPLACE VIEW cascade_summary AS {cascade.SUMMARY}")
+        con.execute(f"COMMENT ON VIEW cascade_summary IS {sql_string(cascade.SUMMARY_COMMENT)}")
 
     for name, (params, comment, query) in {**MACROS, **corrected.MACROS,
                                            **anchors.MACROS}.items():

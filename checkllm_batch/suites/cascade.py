@@ -68,6 +68,8 @@ def stages(config: JudgeConfig) -> tuple[Stage, ...]:
         confidence = raw.get("confidence") or _implied(stage)
         if i == last and config.reference == "last":
             confidence = None
+        if confidence == "logprobs" and stage.top_logprobs is None:
+            stage = replace(stage, top_logprobs=TOP_LOGPROBS)
         out.append(Stage(i, stage, confidence))
     return tuple(out)
 

@@ -97,6 +97,9 @@ class JudgeConfig:
     models: tuple[Str, ...] | None = None  # a jury (instead of `model`)
     vote: Vote = "majority"
     repeat: Annotated[int, Strict(), Field(ge=1)] = 1
+    # ask each chat reply's token logprobs with this many alternatives (None: not asked); a
+    # cascade stage with `confidence: logprobs` asks 5
+    top_logprobs: Annotated[int, Strict(), Field(ge=1, le=20)] | None = None
     # a certified cascade (suites/cascade.py): its stages, each a mapping of these settings
     # over the block's own, and what it promises; recorded only when a cascade is given
     cascade: tuple[dict[Str, Any], ...] | None = None
@@ -206,6 +209,8 @@ class JudgeConfig:
         if not self.cascade:  # a run without a cascade records what it always did
             for name in CASCADE_FIELDS:
                 out.pop(name)
+        if self.top_logprobs is None:
+            out.pop("top_logprobs")
         return out
 
     def _key_env_shown(self) -> str:

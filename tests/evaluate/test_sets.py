@@ -133,7 +133,9 @@ def test_migrations_add_columns_to_an_older_database(tmp_path, monkeypatch):
     monkeypatch.setattr(schema, "MIGRATIONS", full)
     schema.migrate(con)  # views that read assertion_results do not block the ALTERs
     columns = [c[0] for c in con.sql("DESCRIBE assertion_results").fetchall()]
-    assert columns[-3:] == ["parent_index", "named_scores", "votes"]
+    added = columns[columns.index("parent_index"):]
+    assert added[:3] == ["parent_index", "named_scores", "votes"]
+    assert {"cascade_stage", "confidence", "certified"} <= set(added)
 
 
 def test_the_score_adds_members_in_order_as_promptfoo_does(tmp_path):

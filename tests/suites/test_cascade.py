@@ -3,7 +3,6 @@ with a usable confidence, every problem named by file and field at parse time.""
 
 from __future__ import annotations
 
-import polars as pl
 import pytest
 from conftest import write_suite
 
@@ -137,13 +136,3 @@ def test_fewest_rows_any_test_certifies(a, risk):
     n = fewest(a, risk)
     assert a ** n <= risk < a ** (n - 1)
 
-
-def test_a_cascade_is_not_graded_by_one_of_its_stages(tmp_path):
-    """Until the engine runs cascades, a run with one is refused, never judged by its first
-    stage alone."""
-    from checkllm_batch.api import dry_run
-
-    loaded = suite(tmp_path, "  cascade:\n    - {model: s, confidence: logprobs}\n"
-                   "    - {model: l}\n")
-    with pytest.raises(ConfigError, match="cascade is read but not run"):
-        dry_run(loaded, pl.DataFrame({"output": ["hi"]}))

@@ -13,7 +13,7 @@ from ...js import template
 from ...judge.protocol import JudgeRunner, Reply, Request, chat, embedding
 from ...suites.judge import JudgeConfig
 from ...suites.model import AssertionSpec
-from .replies import Outcome, Unparsable, failure
+from .replies import Outcome, Unparsable, failure, verdict_probability
 from .shapes import Shape
 
 OUTCOME_SCHEMA = {"passed": pl.Boolean, "score": pl.Float64, "reason": pl.String}
@@ -32,6 +32,8 @@ class Graded:
     options: dict[str, Any] = field(default_factory=dict)  # the tests' merged `options`
     costs: dict[int, float] = field(default_factory=dict)  # id(item) -> cost of its calls
     repeat: int = 0  # the n-th grading of these rows (judge `repeat`): cached apart
+    # id(item) -> the verdict token's probability in its reply (judge top_logprobs)
+    sure: dict[int, float | None] = field(default_factory=dict)
 
     @property
     def value(self) -> pl.Expr:
@@ -55,9 +57,11 @@ class Graded:
     def chat(self, messages: list[tuple[str, str]], shape: Shape | None = None) -> Request:
         """A chat request; with judge `structured: true`, constrained to the type's `shape`."""
         structured = shape.response_format() if shape and self.config.structured else None
+        asked = self.config.top_logprobs
         return chat(self.model, messages, repeat=self.repeat,
                     temperature=self.config.temperature, max_tokens=self.config.max_tokens,
-                    response_format=structured)
+                    response_format=structured, logprobs=True if asked else None,
+                    top_logprobs=asked)
 
     def read(self, shape: Shape | None, text: str) -> str:
         """A reply as its type's parser reads it: a structured reply of `shape` becomes the
@@ -80,13 +84,17 @@ class Graded:
         self.runner.stats.graded += frame.height
         items = uniq.to_dicts()
         outcomes = grade(items)
-        table = uniq.select(names).with_columns(pl.DataFrame(
-            {"passed": [o[0] for o in outcomes], "score": [o[1] for o in outcomes],
-             "reason": [o[2] for o in outcomes],
-             "cost": [self.costs.get(id(item), 0.0) for item in items]},
-            schema={**OUTCOME_SCHEMA, "cost": pl.Float64}))
+        columns = {"passed": [o[0] for o in outcomes], "score": [o[1] for o in outcomes],
+                   "reason": [o[2] for o in outcomes],
+                   "cost": [self.costs.get(id(item), 0.0) for item in items]}
+        schema = {**OUTCOME_SCHEMA, "cost": pl.Float64}
+        if self.config.top_logprobs:  # how sure the judge was of each verdict
+            columns["confidence"] = [self.sure.get(id(item)) if o[0] is not None else None
+                                     for item, o in zip(items, outcomes)]
+            schema["confidence"] = pl.Float64
+        table = uniq.select(names).with_columns(pl.DataFrame(columns, schema=schema))
         joined = frame.join(table, on=names, how="left", nulls_equal=True, maintain_order="left")
-        return joined.select("case_id", "test_index", "passed", "score", "reason", "cost")
+        return joined.select("case_id", "test_index", *schema)
 
     def attribute(self, item: dict[str, Any], *replies: Reply | str | None) -> None:
         """Count these replies' cost towards the cases of `item` (CheckLLM `cost`)."""
@@ -94,6 +102,8 @@ class Graded:
         for reply in replies:
             if isinstance(reply, Reply) and reply.cost:
                 self.costs[id(origin)] = self.costs.get(id(origin), 0.0) + reply.cost
+            if isinstance(reply, Reply) and reply.logprobs:  # the last reply read decides
+                self.sure[id(origin)] = verdict_probability(reply.logprobs)
 
     def ask(self, items: list[dict[str, Any]], build: Build) -> list[Reply | str]:
         """Send every item's request in one go; a Reply per item, or why there is none."""

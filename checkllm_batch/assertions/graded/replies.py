@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Iterable
 
 from ...errors import ConfigError
 from ...js.yaml12 import load_yaml_text
@@ -120,3 +120,60 @@ def boolean(value: Any, name: str = "pass") -> bool:
 
 def reason_text(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+# The verdict token's probability: how sure the judge was (a cascade stage's `logprobs`
+# confidence, evaluate/judging/certify.py).
+_PASS_KEY = re.compile(r'"pass"\s*:\s*$')
+
+# a reply's logprobs: each generated token with its logprob and its top alternatives
+Token = dict[str, Any]  # {"token": str, "logprob": float, "top_logprobs": [{token, logprob}]}
+
+
+def side(token: str) -> bool | None:
+    """True / False for a token that reads as a pass / fail word, None for any other."""
+    word = token.strip().strip('"\'.,:;!()[]{}').lower()
+    return True if word in _TRUE else False if word in _FALSE else None
+
+
+def verdict_position(tokens: list[Token]) -> int | None:
+    """The index of the token that gave the verdict: the JSON `pass` value's, else the last
+    token reading as a verdict word; None when there is none."""
+    text, last = "", None
+    for i, token in enumerate(tokens):
+        piece = token.get("token") or ""
+        if piece.strip() and _PASS_KEY.search(text):
+            return i if side(piece) is not None else None
+        if side(piece) is not None:
+            last = i
+        text += piece
+    return None if '"pass"' in text else last
+
+
+def verdict_probability(tokens: list[Token] | None) -> float | None:
+    """The probability of the verdict the reply gave, over the pass and fail readings of its
+    verdict token's alternatives (the token itself included); None: no verdict token, or no
+    alternative on either side to weigh it by."""
+    if not tokens:
+        return None
+    at = verdict_position(tokens)
+    if at is None:
+        return None
+    chosen = side(tokens[at]["token"])
+    sides = {True: 0.0, False: 0.0}
+    for alt in _alternatives(tokens[at]):
+        reads = side(alt["token"])
+        if reads is not None:
+            sides[reads] += math.exp(alt["logprob"])
+    total = sides[True] + sides[False]
+    return None if total <= 0 or chosen is None else sides[chosen] / total
+
+
+def _alternatives(token: Token) -> Iterable[Token]:
+    """The position's top alternatives, the token itself counted once."""
+    seen = set()
+    for alt in [token, *(token.get("top_logprobs") or [])]:
+        if alt.get("logprob") is None or alt["token"] in seen:
+            continue
+        seen.add(alt["token"])
+        yield alt

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from typing import Iterator
 
 import duckdb
 import polars as pl
 
 from ...assertions.registry import Kind
-from ...errors import ConfigError, Problem, Where
 from ...judge.ledger import Ledger
-from ...judge.protocol import Judge
+from ...judge.protocol import Judge, Reply, Request
 from ...judge.runner import Runner
+from ...suites.cascade import Stage, stages
 from ...suites.judge import JudgeConfig
 from ..plan import Plan
+from .cascade import CascadeHook
 from .hook import JudgeHook
 
 
@@ -23,16 +25,42 @@ def open_hook(plan: Plan, con: duckdb.DuckDBPyConnection, run_id: str | None,
               dry_run: bool = False) -> JudgeHook:
     if not config.enabled:
         return JudgeHook(plan, config, None)
-    if config.cascade:  # read and checked (suites/cascade.py); never graded by one stage
-        raise ConfigError([Problem(Where("judge"), "a judge cascade is read but not run yet "
-                                   "by this version: give one judge model or a jury")])
+    cascade = stages(config)
     if judge is None and not dry_run:
-        from ...judge.openai_judge import OpenAIJudge
-
-        judge = OpenAIJudge(config)
+        judge = _client(config, cascade)
+    if cascade:  # one runner for every stage: one budget, one ledger, one set of stats
+        prices = {m: p for s in cascade for m, p in s.config.prices.items()}
+        runner = Runner(replace(config, prices={**config.prices, **prices}), judge,
+                        Ledger(con, run_id, config.mode), dry_run=dry_run, progress=progress)
+        return CascadeHook(plan, config, runner)
     runner = Runner(config, judge, Ledger(con, run_id, config.mode), dry_run=dry_run,
                     progress=progress)
     return JudgeHook(plan, config, runner)
+
+
+def _client(config: JudgeConfig, cascade: tuple[Stage, ...]) -> Judge:
+    """The endpoint's client; a cascade's stages may each have their own (its base_url,
+    key): each request goes to its model's stage's."""
+    from ...judge.openai_judge import OpenAIJudge
+
+    if not cascade:
+        return OpenAIJudge(config)
+    clients: dict[str, Judge] = {}
+    for stage in cascade:
+        client = OpenAIJudge(stage.config)
+        clients.update((model, client) for model in stage.config.jurors)
+    return Routed(clients, next(iter(clients.values())))
+
+
+class Routed:
+    """A judge that sends each request to its model's client (embeddings: the first
+    stage's)."""
+
+    def __init__(self, clients: dict[str, Judge], default: Judge):
+        self.clients, self.default = clients, default
+
+    def send(self, request: Request) -> Reply:
+        return self.clients.get(request.model, self.default).send(request)
 
 
 def plan_calls(plan: Plan, cases: pl.DataFrame, hook: JudgeHook) -> None:
